@@ -1,0 +1,48 @@
+# WCCPv2 hardware redirector — top-level entry points.
+#   make run    the simulated appliance (sets itself up)
+#   make test   the whole test suite (sets itself up)
+#   make lint   ruff (Python, firmware included) and Verilator lint (RTL)
+#   make bench  benchmarks; results are recorded in docs/performance.md
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+RTL_SOURCES := $(wildcard fpga/rtl/*.v)
+
+.PHONY: all setup system run test lint lint-py lint-verilog bench synth clean
+
+all: test
+
+system:
+	@scripts/setup-system.sh
+
+$(VENV)/.stamp: requirements.txt pyproject.toml scripts/setup-venv.sh
+	scripts/setup-venv.sh
+
+setup: system $(VENV)/.stamp
+
+run: setup
+	$(VENV)/bin/wccp run
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: lint-py lint-verilog
+
+lint-py: setup
+	$(VENV)/bin/ruff check .
+
+lint-verilog: setup
+	@if [ -n "$(RTL_SOURCES)" ]; then \
+	  $(VENV)/bin/verilator --lint-only -Wall -Ifpga/rtl --top-module $${LINT_TOP:-fpga_core} $(RTL_SOURCES); \
+	else echo "no RTL yet"; fi
+
+bench: setup
+	$(PY) bench/run_all.py
+
+synth: setup
+	$(VENV)/bin/wccp synth --board $${BOARD:-colorlight_i5}
+
+clean:
+	rm -rf build sim_build* .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Host tools for the WCCPv2 redirector: the `wccp` command line."""

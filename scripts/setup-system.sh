@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install the Debian packages the build and tests need, only when missing.
+# Idempotent and quick when everything is present.
+set -euo pipefail
+need=()
+command -v iverilog >/dev/null 2>&1 || need+=(iverilog)
+command -v tshark   >/dev/null 2>&1 || need+=(tshark)
+command -v faketime >/dev/null 2>&1 || need+=(faketime)
+command -v ip       >/dev/null 2>&1 || need+=(iproute2)
+command -v perl     >/dev/null 2>&1 || need+=(perl)
+command -v g++      >/dev/null 2>&1 || need+=(g++)
+command -v make     >/dev/null 2>&1 || need+=(make)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup-system: installing ${need[*]}"
+if [ "$(id -u)" != 0 ]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
