@@ -39,7 +39,7 @@ class WccpError(ValueError):
     """The only exception decode() raises; .reason says what is wrong."""
 
     def __init__(self, reason):
-        ValueError.__init__(self, reason)
+        super().__init__(reason)
         self.reason = reason
 
     def __str__(self):
@@ -648,6 +648,14 @@ def _put_bytes(buf, o, v, n, what):
         return o + n
     if len(v) != n:
         raise WccpError("%s must be %d bytes, got %d" % (what, n, len(v)))
+    return _copy(buf, o, v)
+
+
+def _copy(buf, o, v):
+    """buf[o:o+len(v)] = v without ever growing a bytearray (CPython would extend it)."""
+    n = len(v)
+    if o + n > len(buf):
+        raise IndexError("buffer too small")
     buf[o:o + n] = v
     return o + n
 
@@ -715,8 +723,7 @@ def _enc_identity(buf, o, el):
     elif code == 3:
         data = el.get("extended_data", b"")
         pack_into(">HH", buf, o, el.get("extended_type", 0), len(data))
-        buf[o + 4:o + 4 + len(data)] = data
-        o += 4 + len(data)
+        o = _copy(buf, o + 4, data)
     return o
 
 
@@ -834,8 +841,7 @@ def _enc_tlv_list(buf, o, lst, vkey):
             o += 8
         else:
             pack_into(">HH", buf, o, e["type"], len(v))
-            buf[o + 4:o + 4 + len(v)] = v
-            o += 4 + len(v)
+            o = _copy(buf, o + 4, v)
     return o
 
 
@@ -924,8 +930,7 @@ def _encode_into(msg, buf):
         if data is None:
             continue
         pack_into(">HH", buf, o, u["type"], len(data))
-        buf[o + 4:o + 4 + len(data)] = data
-        o += 4 + len(data)
+        o = _copy(buf, o + 4, data)
     if o - 8 > 0xFFFF:
         raise WccpError("message too long (%d bytes)" % o)
     pack_into(">IHH", buf, 0, msg["type"], msg.get("version", 0x0200), o - 8)
@@ -959,7 +964,7 @@ def encode(msg, buf=None, password=None):
     except WccpError:
         raise
     except _STRUCT_ERRORS as e:
-        raise WccpError("cannot encode (buffer too small or bad field value): %s" % e)
+        raise WccpError("cannot encode (buffer too small or bad field value): %s" % (e,))
     if password is not None:
         sign_md5(buf, n, password)
     return n
