@@ -47,6 +47,150 @@ FWD_L2 = const(2)
 RET_GRE = const(1)
 RET_L2 = const(2)
 
+# Further hardware limits and frame sizes (see docs: datapath spec).
+NUM_PORTS = const(2)            # default number of Ethernet ports; port p pairs with p ^ 1
+MAX_MASK_SETS = const(4)        # mask/value sets per group
+MAX_MASK_VALUES = const(128)    # value elements per set
+MIN_FRAME = const(64)           # incl. FCS
+MAX_FRAME = const(1522)         # incl. FCS, with or without an 802.1Q tag
+MIN_MTU = const(68)
+MAX_MTU = const(1500)
+DEFAULT_WATCHDOG_MS = const(3000)
+
+# Service Info: service types and flags (wccp2-reference.md 4.2).
+SERVICE_STANDARD = const(0)
+SERVICE_DYNAMIC = const(1)
+SF_SRC_IP_HASH = const(0x0001)
+SF_DST_IP_HASH = const(0x0002)
+SF_SRC_PORT_HASH = const(0x0004)
+SF_DST_PORT_HASH = const(0x0008)
+SF_PORTS_DEFINED = const(0x0010)
+SF_PORTS_SOURCE = const(0x0020)
+SF_SRC_IP_ALT_HASH = const(0x0100)
+SF_DST_IP_ALT_HASH = const(0x0200)
+SF_SRC_PORT_ALT_HASH = const(0x0400)
+SF_DST_PORT_ALT_HASH = const(0x0800)
+
+
+def _check_int(name, v, lo, hi):
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo or v > hi:
+        raise ValueError("%s out of range [%d, %d]: %r" % (name, lo, hi, v))
+    return v
+
+
+def check_slot(slot):
+    return _check_int("slot", slot, 0, MAX_GROUPS - 1)
+
+
+def check_mac(mac, name="mac"):
+    """Return mac as 6 bytes, or None for None / all-zero."""
+    if mac is None:
+        return None
+    if not isinstance(mac, (bytes, bytearray, memoryview)) or len(mac) != 6:
+        raise ValueError("%s must be 6 bytes: %r" % (name, mac))
+    mac = bytes(mac)
+    if mac == b"\x00" * 6:
+        return None
+    return mac
+
+
+def effective_service(service):
+    """Validate a service definition and return the definition the data plane matches on.
+
+    Dict with service_type, service_id, protocol, service_flags, ports (8 ints). The
+    standard service 0 (web-cache) carries no definition on the wire; it means TCP,
+    destination port 80, hashed on the destination IP (wccp2-reference.md 4.2, 7.2).
+    Other standard services are used as given.
+    """
+    if not isinstance(service, dict):
+        raise ValueError("service must be a dict")
+    stype = _check_int("service_type", service.get("service_type", SERVICE_DYNAMIC), 0, 1)
+    sid = _check_int("service_id", service.get("service_id", 0), 0, 255)
+    prio = _check_int("priority", service.get("priority", 0), 0, 255)
+    if stype == SERVICE_STANDARD and sid == 0:
+        return {"service_type": stype, "service_id": 0, "priority": 240, "protocol": 6,
+                "service_flags": SF_DST_IP_HASH | SF_PORTS_DEFINED, "ports": [80, 0, 0, 0, 0, 0, 0, 0]}
+    proto = _check_int("protocol", service.get("protocol", 0), 0, 255)
+    flags = _check_int("service_flags", service.get("service_flags", 0), 0, 0xFFFFFFFF)
+    ports = list(service.get("ports", ()))
+    if len(ports) > 8:
+        raise ValueError("at most 8 ports")
+    for p in ports:
+        _check_int("port", p, 0, 0xFFFF)
+    ports = ports + [0] * (8 - len(ports))
+    return {"service_type": stype, "service_id": sid, "priority": prio, "protocol": proto,
+            "service_flags": flags, "ports": ports}
+
+
+def check_caches(caches, num_ports=NUM_PORTS):
+    """Validate a cache table; return a list of dicts address, forward, ret, mac, port."""
+    caches = list(caches)
+    if len(caches) > MAX_CACHES:
+        raise ValueError("at most %d caches per group" % MAX_CACHES)
+    out = []
+    for c in caches:
+        if not isinstance(c, dict):
+            raise ValueError("cache must be a dict")
+        addr = _check_int("cache address", c.get("address"), 0, 0xFFFFFFFF)
+        fwd = c.get("forward", FWD_GRE)
+        if fwd not in (FWD_GRE, FWD_L2):
+            raise ValueError("forward method must be FWD_GRE or FWD_L2: %r" % (fwd,))
+        ret = c.get("ret", RET_GRE)
+        if ret not in (RET_GRE, RET_L2):
+            raise ValueError("return method must be RET_GRE or RET_L2: %r" % (ret,))
+        mac = check_mac(c.get("mac"))
+        port = c.get("port")
+        if port is not None:
+            _check_int("cache port", port, 0, num_ports - 1)
+        out.append({"address": addr, "forward": fwd, "ret": ret, "mac": mac, "port": port})
+    return out
+
+
+def check_buckets(buckets):
+    """Validate 256 bucket entries; return them as bytes."""
+    if not isinstance(buckets, (bytes, bytearray)):
+        buckets = list(buckets)
+        for v in buckets:
+            _check_int("bucket entry", v, 0, 255)
+    b = bytes(buckets)
+    if len(b) != NUM_BUCKETS:
+        raise ValueError("need exactly %d buckets, got %d" % (NUM_BUCKETS, len(b)))
+    return b
+
+
+def check_mask(sets):
+    """Validate mask/value sets; return [(masks4, [values5...]), ...] as tuples."""
+    sets = list(sets)
+    if len(sets) > MAX_MASK_SETS:
+        raise ValueError("at most %d mask/value sets" % MAX_MASK_SETS)
+    out = []
+    for s in sets:
+        if not isinstance(s, dict):
+            raise ValueError("mask set must be a dict with masks and values")
+        m = tuple(s.get("masks", ()))
+        if len(m) != 4:
+            raise ValueError("masks must be (src_addr, dst_addr, src_port, dst_port)")
+        _check_int("src_addr mask", m[0], 0, 0xFFFFFFFF)
+        _check_int("dst_addr mask", m[1], 0, 0xFFFFFFFF)
+        _check_int("src_port mask", m[2], 0, 0xFFFF)
+        _check_int("dst_port mask", m[3], 0, 0xFFFF)
+        vals = list(s.get("values", ()))
+        if len(vals) > MAX_MASK_VALUES:
+            raise ValueError("at most %d values per mask set" % MAX_MASK_VALUES)
+        vout = []
+        for v in vals:
+            v = tuple(v)
+            if len(v) != 5:
+                raise ValueError("value must be (src_addr, dst_addr, src_port, dst_port, cache_index)")
+            _check_int("src_addr value", v[0], 0, 0xFFFFFFFF)
+            _check_int("dst_addr value", v[1], 0, 0xFFFFFFFF)
+            _check_int("src_port value", v[2], 0, 0xFFFF)
+            _check_int("dst_port value", v[3], 0, 0xFFFF)
+            _check_int("cache_index", v[4], 0, 0x7F)
+            vout.append(v)
+        out.append((m, vout))
+    return out
+
 
 class DataPlane:
     """Abstract data plane. Subclasses implement every method."""
@@ -75,12 +219,38 @@ class DataPlane:
         """Disable the slot entirely."""
         raise NotImplementedError
 
+    def set_next_hop(self, port, mac):
+        """Destination MAC for decapsulated GRE-return frames leaving on port (None/zero = keep)."""
+        raise NotImplementedError
+
+    def set_cache_location(self, slot, index, mac, port):
+        """Set cache index's MAC and port explicitly (shadow), as if learnt."""
+        raise NotImplementedError
+
+    def cache_location(self, slot, index):
+        """Live (mac, port) of a cache, learnt or set; None while unknown."""
+        raise NotImplementedError
+
     def commit(self):
         raise NotImplementedError
 
-    def heartbeat(self):
+    def arm(self, timeout_ms=None):
+        """Enable redirection under the fail-open watchdog; live from the next heartbeat()."""
+        raise NotImplementedError
+
+    def disarm(self):
+        """Disable redirection (everything forwarded normally; GRE return still decapsulated)."""
+        raise NotImplementedError
+
+    def heartbeat(self, now=None):
+        raise NotImplementedError
+
+    def redirect_enabled(self, now=None):
         raise NotImplementedError
 
     def counters(self):
         """Return a dict of counters (implementation-defined keys, documented per implementation)."""
+        raise NotImplementedError
+
+    def clear_counters(self):
         raise NotImplementedError

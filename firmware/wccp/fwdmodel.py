@@ -1,0 +1,693 @@
+"""Reference model of the forwarding data plane (the datapath spec in executable form).
+
+``ForwardingModel`` implements ``wccp.dataplane.DataPlane``. It is the control plane's
+data plane on the unix port and the byte-exact scoreboard for the FPGA (fpga/rtl): for a
+received Ethernet frame (no preamble, WITH FCS) ``process()`` returns the frames that leave
+and on which port, FCS included; ``decide()`` returns only the decision (no side effects).
+Runs on MicroPython and CPython.
+
+Decisions where the spec (briefs/datapath-spec.md) is silent or ambiguous — the RTL
+implements the same:
+
+ D1 Rx check precedence: runt (< 64) first, then bad FCS, then oversize (> 1522). A frame
+    that is both oversize and has a bad FCS counts ``rx_bad_fcs``. Rx drop counters are per
+    port (lists), like rx/tx frames and bytes.
+ D2 Per-port rx frames/bytes count every received frame, dropped ones included; bytes are
+    frame lengths incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache
+    byte counters count the RECEIVED frame length incl. FCS.
+ D3 Decision order: rx checks; parse; learning; GRE return; watchdog (fail-open); IPv4
+    validity; slots; exclusions; assignment; cache resolution; method. While redirection
+    is disabled no classification counter moves (not even ``not_redirectable``).
+ D4 "Valid for redirect" TCP/UDP ports must lie inside the IP total length (Ethernet
+    padding does not count).
+ D5 The port list is consulted only when the SLOT's protocol is 6 or 17 and PORTS_DEFINED
+    is set; a slot with protocol 0 matches every protocol and ignores the port list. A
+    packet port of 0 never matches (0 marks unused list entries).
+ D6 Learning: every valid-for-redirect IPv4 frame (GRE return frames included, before
+    decapsulation), also while redirection is disabled, sets MAC := src MAC and port := rx
+    port of every cache entry, in any slot, whose address equals the source IP. Learning
+    updates the live entry and also the shadow entry at the same (slot, index) if that
+    holds the same address, so a commit does not forget learnt locations.
+ D7 ``set_caches``: an entry without ``mac``/``port`` keeps the shadow's current location
+    when the shadow had the same address at the same index; otherwise it starts unknown.
+    An entry with ``mac`` and no ``port`` has a known MAC but unknown port (unresolved
+    until learnt or set). ``set_cache_location`` writes the shadow (needs commit()).
+ D8 GRE return whose GRE header matches (0x0000, 0x883E) but whose inner packet is not
+    contained (no payload byte, inner header cut, inner total length < 20 or beyond the
+    outer IP packet) is DROPPED and counted ``gre_return_bad`` (extra counter). A GRE
+    header that does not match means "not return traffic" (classified as usual). The inner
+    version is not checked when a redirect header is present.
+ D9 Hash: bucket hits count the PRIMARY bucket of every hash lookup (also when that entry
+    is unassigned or refers to the alternate). A slot without assignment counts
+    ``unassigned``. Mask values use cache_index 0..127; the redirect header carries
+    buckets 0 and flags only the D bit for mask assignment.
+ D10 Standard service 0 (web-cache) is matched as TCP dst port 80, dst-IP hash
+    (``dataplane.effective_service``); other standard services are used as given.
+ D11 Watchdog: redirect enabled iff armed and the last heartbeat is less than timeout_ms
+    old. ``arm()`` forgets earlier heartbeats, so redirection starts at the first heartbeat
+    after arm. A heartbeat after expiry re-enables (the firmware's heartbeat is the re-arm).
+    Watchdog registers are immediate (not shadowed); all tables, router_id/mac/mtu and next
+    hops go through the shadow and commit().
+ D12 mtu must be 68..1500, so a GRE frame never exceeds 1522 bytes (1518 untagged).
+ D13 Frames are emitted on the paired port p ^ 1 for normal forwarding and decap; NUM_PORTS
+    must be even.
+
+Counters (``counters()`` dict): per port lists ``rx_frames rx_bytes tx_frames tx_bytes
+rx_runt rx_bad_fcs rx_oversize``; totals ``not_redirectable gre_return gre_return_bad
+from_cache unassigned cache_unknown redirect_l2 redirect_gre gre_too_big``; per slot lists
+``slot_frames slot_bytes``; per slot x cache ``cache_frames cache_bytes`` (8 lists of 32);
+per slot x bucket ``bucket_hits`` (8 lists of 256).
+"""
+import struct
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+try:
+    import binascii
+    _crc32_lib = binascii.crc32
+except (ImportError, AttributeError):  # pragma: no cover - both our ports have it
+    _crc32_lib = None
+
+import time
+
+from wccp.dataplane import (
+    BUCKET_ALT, BUCKET_UNASSIGNED, DEFAULT_WATCHDOG_MS, FWD_L2, MAX_CACHES, MAX_FRAME,
+    MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2,
+    SERVICE_DYNAMIC, SF_DST_IP_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE,
+    SF_SRC_IP_HASH, SF_SRC_PORT_HASH, DataPlane, check_buckets, check_caches,
+    check_mac, check_mask, check_slot, effective_service,
+)
+
+ETH_VLAN = const(0x8100)
+ETH_IPV4 = const(0x0800)
+GRE_PROTO_WCCP = const(0x883E)
+GRE_OVERHEAD = const(28)        # outer IPv4 20 + GRE 4 + redirect header 4
+MIN_PAYLOAD = const(60)         # Ethernet frame without FCS is padded to this
+
+# Redirect header flag bits (wccp2-reference.md 9: Wireshark numbering).
+RH_DYNAMIC = const(0x01)
+RH_ALT_USED = const(0x02)
+
+# Cache entry list layout (mutable so learning can update it in place).
+C_ADDR = const(0)
+C_FWD = const(1)
+C_RET = const(2)
+C_MAC = const(3)
+C_PORT = const(4)
+
+ZERO_MAC = b"\x00" * 6
+
+
+# --- CRC32 (IEEE 802.3 FCS) -------------------------------------------------------------
+
+def _crc_table():
+    t = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            if c & 1:
+                c = (c >> 1) ^ 0xEDB88320
+            else:
+                c >>= 1
+        t.append(c)
+    return t
+
+
+_CRC_TABLE = _crc_table()
+
+
+def crc32_py(data, crc=0):
+    """Reflected CRC-32 (polynomial 0x04C11DB7), table driven; same as zlib/binascii."""
+    t = _CRC_TABLE
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+if _crc32_lib is not None:
+    def crc32(data):
+        return _crc32_lib(data) & 0xFFFFFFFF
+else:  # pragma: no cover
+    crc32 = crc32_py
+
+
+def fcs(data):
+    """The 4 FCS bytes for a frame body (transmitted least significant byte first)."""
+    return struct.pack("<I", crc32(data))
+
+
+def with_fcs(data):
+    return bytes(data) + fcs(data)
+
+
+def fcs_ok(frame):
+    n = len(frame)
+    if n < 4:
+        return False
+    return crc32(memoryview(frame)[:n - 4]) == struct.unpack_from("<I", frame, n - 4)[0]
+
+
+def ip_checksum(hdr):
+    """Internet checksum (ones' complement sum of 16-bit words) of an even-length buffer."""
+    s = 0
+    for i in range(0, len(hdr), 2):
+        s += (hdr[i] << 8) | hdr[i + 1]
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return (~s) & 0xFFFF
+
+
+def fold(key):
+    """WCCP bucket index: XOR of the 4 octets of a 32-bit key."""
+    return (key ^ (key >> 8) ^ (key >> 16) ^ (key >> 24)) & 0xFF
+
+
+def hash_key(flags, src, dst, sport, dport, alt=False):
+    """Primary (or alternate) hash key: XOR of the fields the service flags select."""
+    if alt:
+        flags >>= 8     # SF_*_ALT_HASH (0x100 .. 0x800) line up with SF_*_HASH (0x1 .. 0x8)
+    k = 0
+    if flags & SF_SRC_IP_HASH:
+        k ^= src
+    if flags & SF_DST_IP_HASH:
+        k ^= dst
+    if flags & SF_SRC_PORT_HASH:
+        k ^= sport
+    if flags & SF_DST_PORT_HASH:
+        k ^= dport
+    return k
+
+
+def _clock_ms():
+    if hasattr(time, "ticks_ms"):
+        return time.ticks_ms()
+    return int(time.monotonic() * 1000)
+
+
+if hasattr(time, "ticks_diff"):
+    _tdiff = time.ticks_diff
+else:
+    def _tdiff(a, b):
+        return a - b
+
+
+# --- tables -----------------------------------------------------------------------------
+
+class _Slot:
+    def __init__(self):
+        self.enabled = False
+        self.service = None     # effective service dict
+        self.caches = []        # list of [address, forward, ret, mac, port]
+        self.hash = None        # 256 bytes or None
+        self.mask = None        # [((ms, md, mps, mpd), [(s, d, sp, dp, idx), ...]), ...] or None
+
+    def copy(self):
+        s = _Slot()
+        s.enabled = self.enabled
+        s.service = self.service
+        s.caches = [list(c) for c in self.caches]
+        s.hash = self.hash
+        s.mask = self.mask
+        return s
+
+
+class _Tables:
+    def __init__(self, num_ports):
+        self.router_id = 0
+        self.mac = ZERO_MAC
+        self.mtu = MAX_MTU
+        self.next_hop = [None] * num_ports
+        self.slots = [_Slot() for _ in range(MAX_GROUPS)]
+
+    def copy(self):
+        t = _Tables(len(self.next_hop))
+        t.router_id = self.router_id
+        t.mac = self.mac
+        t.mtu = self.mtu
+        t.next_hop = list(self.next_hop)
+        t.slots = [s.copy() for s in self.slots]
+        return t
+
+
+class Decision:
+    """What happens to one frame.
+
+    action: 'drop' | 'forward' | 'redirect_gre' | 'redirect_l2' | 'decap'
+    reason: the counter it bumps (rx_runt, rx_bad_fcs, rx_oversize, gre_return,
+      gre_return_bad, not_redirectable, from_cache, unassigned, cache_unknown, gre_too_big,
+      redirect_gre, redirect_l2) or, for uncounted normal forwarding, 'not_ipv4',
+      'disabled' (fail-open), 'no_match'.
+    out_port: egress port (None for drop); slot/cache: matched slot and chosen cache index;
+    bucket/alt_bucket: primary and alternate bucket (hash assignment); alt_used.
+    """
+
+    def __init__(self, action, reason, out_port=None):
+        self.action = action
+        self.reason = reason
+        self.out_port = out_port
+        self.slot = None
+        self.cache = None
+        self.bucket = None
+        self.alt_bucket = None
+        self.alt_used = False
+        # parse results used to build the output
+        self.l3 = 0
+        self.ip_len = 0
+        self.inner = 0
+        self.inner_len = 0
+
+    def as_dict(self):
+        return {"action": self.action, "reason": self.reason, "out_port": self.out_port,
+                "slot": self.slot, "cache": self.cache, "bucket": self.bucket,
+                "alt_bucket": self.alt_bucket, "alt_used": self.alt_used}
+
+    def __repr__(self):
+        return "Decision(%s)" % ", ".join("%s=%r" % (k, v) for k, v in sorted(self.as_dict().items()))
+
+
+# --- the model --------------------------------------------------------------------------
+
+class ForwardingModel(DataPlane):
+    def __init__(self, num_ports=NUM_PORTS, clock=None):
+        if num_ports < 2 or num_ports & 1:
+            raise ValueError("num_ports must be even and >= 2")
+        self.num_ports = num_ports
+        self._shadow = _Tables(num_ports)
+        self._live = _Tables(num_ports)
+        self._clock = clock if clock is not None else _clock_ms
+        self._manual_now = None
+        self._armed = False
+        self._timeout = DEFAULT_WATCHDOG_MS
+        self._last_hb = None
+        self.clear_counters()
+
+    # -- table writes (shadow) --
+
+    def configure(self, router_id, mac, mtu=1500):
+        if not isinstance(router_id, int) or router_id < 0 or router_id > 0xFFFFFFFF:
+            raise ValueError("router_id must be an IPv4 address as int")
+        m = check_mac(mac)
+        if not isinstance(mtu, int) or mtu < MIN_MTU or mtu > MAX_MTU:
+            raise ValueError("mtu must be %d..%d" % (MIN_MTU, MAX_MTU))
+        self._shadow.router_id = router_id
+        self._shadow.mac = m if m is not None else ZERO_MAC
+        self._shadow.mtu = mtu
+
+    def set_group(self, slot, service):
+        sl = self._shadow.slots[check_slot(slot)]
+        sl.service = effective_service(service)
+        sl.enabled = True
+
+    def set_caches(self, slot, caches):
+        sl = self._shadow.slots[check_slot(slot)]
+        new = []
+        for i, c in enumerate(check_caches(caches, self.num_ports)):
+            mac = None
+            port = None
+            if i < len(sl.caches) and sl.caches[i][C_ADDR] == c["address"]:
+                mac = sl.caches[i][C_MAC]
+                port = sl.caches[i][C_PORT]
+            if c["mac"] is not None:
+                mac = c["mac"]
+            if c["port"] is not None:
+                port = c["port"]
+            new.append([c["address"], c["forward"], c["ret"], mac, port])
+        sl.caches = new
+
+    def set_hash(self, slot, buckets):
+        sl = self._shadow.slots[check_slot(slot)]
+        sl.hash = check_buckets(buckets)
+        sl.mask = None
+
+    def set_mask(self, slot, sets):
+        sl = self._shadow.slots[check_slot(slot)]
+        sl.mask = check_mask(sets)
+        sl.hash = None
+
+    def clear_assignment(self, slot):
+        sl = self._shadow.slots[check_slot(slot)]
+        sl.hash = None
+        sl.mask = None
+
+    def clear_group(self, slot):
+        self._shadow.slots[check_slot(slot)] = _Slot()
+
+    def set_next_hop(self, port, mac):
+        self._check_port(port)
+        self._shadow.next_hop[port] = check_mac(mac)
+
+    def set_cache_location(self, slot, index, mac, port):
+        sl = self._shadow.slots[check_slot(slot)]
+        if not isinstance(index, int) or index < 0 or index >= len(sl.caches):
+            raise ValueError("no cache %r in slot %d" % (index, slot))
+        if port is not None:
+            self._check_port(port)
+        c = sl.caches[index]
+        c[C_MAC] = check_mac(mac)
+        c[C_PORT] = port
+
+    def commit(self):
+        self._live = self._shadow.copy()
+
+    # -- reads --
+
+    def cache_location(self, slot, index):
+        sl = self._live.slots[check_slot(slot)]
+        if not isinstance(index, int) or index < 0 or index >= len(sl.caches):
+            return None
+        c = sl.caches[index]
+        if c[C_MAC] is None or c[C_PORT] is None:
+            return None
+        return (c[C_MAC], c[C_PORT])
+
+    # -- watchdog --
+
+    def _time(self, now):
+        if now is not None:
+            return now
+        if self._manual_now is not None:
+            return self._manual_now
+        return self._clock()
+
+    def arm(self, timeout_ms=None):
+        if timeout_ms is not None:
+            if not isinstance(timeout_ms, int) or timeout_ms <= 0:
+                raise ValueError("timeout_ms must be a positive int")
+            self._timeout = timeout_ms
+        self._armed = True
+        self._last_hb = None
+
+    def disarm(self):
+        self._armed = False
+
+    def heartbeat(self, now=None):
+        self._last_hb = self._time(now)
+
+    def tick(self, now):
+        """Advance the model's manual clock (tests); returns whether redirection is enabled."""
+        self._manual_now = now
+        return self.redirect_enabled()
+
+    def redirect_enabled(self, now=None):
+        if not self._armed or self._last_hb is None:
+            return False
+        return _tdiff(self._time(now), self._last_hb) < self._timeout
+
+    # -- counters --
+
+    def clear_counters(self):
+        np_ = self.num_ports
+        c = {}
+        for k in ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_runt", "rx_bad_fcs",
+                  "rx_oversize"):
+            c[k] = [0] * np_
+        for k in ("not_redirectable", "gre_return", "gre_return_bad", "from_cache", "unassigned",
+                  "cache_unknown", "redirect_l2", "redirect_gre", "gre_too_big"):
+            c[k] = 0
+        c["slot_frames"] = [0] * MAX_GROUPS
+        c["slot_bytes"] = [0] * MAX_GROUPS
+        c["cache_frames"] = [[0] * MAX_CACHES for _ in range(MAX_GROUPS)]
+        c["cache_bytes"] = [[0] * MAX_CACHES for _ in range(MAX_GROUPS)]
+        c["bucket_hits"] = [[0] * NUM_BUCKETS for _ in range(MAX_GROUPS)]
+        self._c = c
+
+    def counters(self):
+        out = {}
+        for k, v in self._c.items():
+            if isinstance(v, list):
+                if v and isinstance(v[0], list):
+                    out[k] = [list(x) for x in v]
+                else:
+                    out[k] = list(v)
+            else:
+                out[k] = v
+        return out
+
+    # -- the datapath --
+
+    def _check_port(self, port):
+        if not isinstance(port, int) or port < 0 or port >= self.num_ports:
+            raise ValueError("port must be 0..%d" % (self.num_ports - 1))
+
+    def decide(self, port, frame, now=None):
+        """The decision for one frame, without side effects (no counters, no learning)."""
+        self._check_port(port)
+        return self._decide(port, frame, now, False)
+
+    def _learn(self, port, frame, src):
+        live = self._live.slots
+        shadow = self._shadow.slots
+        mac = None
+        for s in range(MAX_GROUPS):
+            caches = live[s].caches
+            for i in range(len(caches)):
+                c = caches[i]
+                if c[C_ADDR] == src:
+                    if mac is None:
+                        mac = bytes(frame[6:12])
+                    c[C_MAC] = mac
+                    c[C_PORT] = port
+                    sc = shadow[s].caches
+                    if i < len(sc) and sc[i][C_ADDR] == src:
+                        sc[i][C_MAC] = mac
+                        sc[i][C_PORT] = port
+
+    def _decide(self, port, frame, now, learn):
+        n = len(frame)
+        if n < MIN_FRAME:
+            return Decision("drop", "rx_runt")
+        if not fcs_ok(frame):
+            return Decision("drop", "rx_bad_fcs")
+        if n > MAX_FRAME:
+            return Decision("drop", "rx_oversize")
+        t = self._live
+        out = port ^ 1
+        end = n - 4
+        # Ethernet, one optional 802.1Q tag
+        l3 = 14
+        et = (frame[12] << 8) | frame[13]
+        if et == ETH_VLAN:
+            et = (frame[16] << 8) | frame[17]
+            l3 = 18
+        if et != ETH_IPV4:
+            return Decision("forward", "not_ipv4", out)
+        enabled = self.redirect_enabled(now)
+        # IPv4: n >= 64 guarantees the 20-byte base header is inside the frame
+        vihl = frame[l3]
+        ihl = (vihl & 0x0F) << 2
+        tl = (frame[l3 + 2] << 8) | frame[l3 + 3]
+        ip_end = l3 + tl
+        proto = frame[l3 + 9]
+        l4 = l3 + ihl
+        valid = (vihl >> 4) == 4 and ihl >= 20 and tl >= ihl and ip_end <= end \
+            and (((frame[l3 + 6] << 8) | frame[l3 + 7]) & 0x3FFF) == 0
+        sport = dport = 0
+        if valid and (proto == 6 or proto == 17):
+            if l4 + 4 <= ip_end:
+                sport, dport = struct.unpack_from(">HH", frame, l4)
+            else:
+                valid = False
+        if not valid:
+            return Decision("forward", "not_redirectable" if enabled else "disabled", out)
+        src, dst = struct.unpack_from(">II", frame, l3 + 12)
+        if learn:
+            self._learn(port, frame, src)
+        # GRE return traffic (also while redirection is disabled)
+        if proto == 47 and dst == t.router_id and l4 + 4 <= ip_end \
+                and frame[l4] == 0 and frame[l4 + 1] == 0 \
+                and frame[l4 + 2] == 0x88 and frame[l4 + 3] == 0x3E:
+            p = l4 + 4
+            if p >= ip_end:
+                return Decision("drop", "gre_return_bad")
+            if (frame[p] >> 4) != 4:
+                p += 4          # WCCPv2 redirect header present
+            if p + 4 > ip_end:
+                return Decision("drop", "gre_return_bad")
+            il = (frame[p + 2] << 8) | frame[p + 3]
+            if il < 20 or p + il > ip_end:
+                return Decision("drop", "gre_return_bad")
+            d = Decision("decap", "gre_return", out)
+            d.l3 = l3
+            d.inner = p
+            d.inner_len = il
+            return d
+        if not enabled:
+            return Decision("forward", "disabled", out)
+        # service groups in slot order; the first match decides
+        slot = None
+        for s in range(MAX_GROUPS):
+            sl = t.slots[s]
+            if not sl.enabled:
+                continue
+            sv = sl.service
+            sp = sv["protocol"]
+            if sp != 0 and sp != proto:
+                continue
+            fl = sv["service_flags"]
+            if (sp == 6 or sp == 17) and (fl & SF_PORTS_DEFINED):
+                pp = sport if (fl & SF_PORTS_SOURCE) else dport
+                if pp == 0 or pp not in sv["ports"]:
+                    continue
+            slot = s
+            break
+        if slot is None:
+            return Decision("forward", "no_match", out)
+        d = Decision("forward", "from_cache", out)
+        d.slot = slot
+        d.l3 = l3
+        d.ip_len = tl
+        caches = sl.caches
+        # never redirect what comes from one of the group's caches
+        smac = None
+        for c in caches:
+            if c[C_ADDR] == src:
+                return d
+            if c[C_RET] == RET_L2 and c[C_MAC] is not None:
+                if smac is None:
+                    smac = bytes(frame[6:12])
+                if c[C_MAC] == smac:
+                    return d
+        d.reason = "unassigned"
+        idx = None
+        if sl.hash is not None:
+            b = fold(hash_key(fl, src, dst, sport, dport))
+            d.bucket = b
+            e = sl.hash[b]
+            if e == BUCKET_UNASSIGNED:
+                return d
+            if e & BUCKET_ALT:
+                ab = fold(hash_key(fl, src, dst, sport, dport, True))
+                d.alt_bucket = ab
+                d.alt_used = True
+                e = sl.hash[ab]
+                if e == BUCKET_UNASSIGNED:
+                    return d
+            idx = e & 0x7F
+        elif sl.mask is not None:
+            for masks, values in sl.mask:
+                a = src & masks[0]
+                b = dst & masks[1]
+                c = sport & masks[2]
+                e = dport & masks[3]
+                for v in values:
+                    if v[0] == a and v[1] == b and v[2] == c and v[3] == e:
+                        idx = v[4]
+                        break
+                if idx is not None:
+                    break
+        if idx is None or idx >= len(caches):
+            return d
+        d.cache = idx
+        c = caches[idx]
+        if c[C_MAC] is None or c[C_PORT] is None:
+            d.reason = "cache_unknown"
+            return d
+        if c[C_FWD] == FWD_L2:
+            d.action = d.reason = "redirect_l2"
+            d.out_port = c[C_PORT]
+            return d
+        if tl + GRE_OVERHEAD > t.mtu:
+            d.reason = "gre_too_big"
+            return d
+        d.action = d.reason = "redirect_gre"
+        d.out_port = c[C_PORT]
+        return d
+
+    def process(self, port, frame, now=None):
+        """Receive one frame on port; return [(out_port, frame_bytes_with_fcs), ...]."""
+        self._check_port(port)
+        c = self._c
+        n = len(frame)
+        c["rx_frames"][port] += 1
+        c["rx_bytes"][port] += n
+        d = self._decide(port, frame, now, True)
+        reason = d.reason
+        act = d.action
+        if act == "drop":
+            if reason == "gre_return_bad":
+                c[reason] += 1
+            else:
+                c[reason][port] += 1
+            return []
+        if reason in c:
+            c[reason] += 1
+        s = d.slot
+        if s is not None:
+            c["slot_frames"][s] += 1
+            c["slot_bytes"][s] += n
+            if d.bucket is not None:
+                c["bucket_hits"][s][d.bucket] += 1
+        if act == "forward":
+            data = bytes(frame)
+        elif act == "redirect_gre":
+            data = self._build_gre(frame, d)
+        elif act == "redirect_l2":
+            data = self._build_l2(frame, d)
+        else:
+            data = self._build_decap(frame, d)
+        if act == "redirect_gre" or act == "redirect_l2":
+            c["cache_frames"][s][d.cache] += 1
+            c["cache_bytes"][s][d.cache] += n
+        o = d.out_port
+        c["tx_frames"][o] += 1
+        c["tx_bytes"][o] += len(data)
+        return [(o, data)]
+
+    # -- frame builders --
+
+    def _build_l2(self, frame, d):
+        t = self._live
+        buf = bytearray(frame[:len(frame) - 4])
+        buf[0:6] = t.slots[d.slot].caches[d.cache][C_MAC]
+        buf[6:12] = t.mac
+        return bytes(buf) + fcs(buf)
+
+    def _build_gre(self, frame, d):
+        t = self._live
+        sl = t.slots[d.slot]
+        c = sl.caches[d.cache]
+        l3 = d.l3
+        tl = d.ip_len
+        total = l3 + GRE_OVERHEAD + tl     # l3 covers MACs, tag and ethertype
+        buf = bytearray(max(total, MIN_PAYLOAD))
+        buf[0:6] = c[C_MAC]
+        buf[6:12] = t.mac
+        buf[12:l3] = frame[12:l3]     # the VLAN tag as received (if any) and ...
+        buf[l3 - 2] = 0x08            # ... ethertype IPv4
+        buf[l3 - 1] = 0x00
+        struct.pack_into(">BBHHHBBHII", buf, l3, 0x45, 0, tl + GRE_OVERHEAD, 0, 0x4000, 64, 47, 0,
+                         t.router_id, c[C_ADDR])
+        struct.pack_into(">H", buf, l3 + 10, ip_checksum(memoryview(buf)[l3:l3 + 20]))
+        o = l3 + 20
+        struct.pack_into(">HH", buf, o, 0, GRE_PROTO_WCCP)
+        flags = 0
+        if sl.service["service_type"] == SERVICE_DYNAMIC:
+            flags |= RH_DYNAMIC
+        if d.alt_used:
+            flags |= RH_ALT_USED
+        buf[o + 4] = flags
+        buf[o + 5] = sl.service["service_id"]
+        buf[o + 6] = d.alt_bucket if d.alt_used else 0
+        buf[o + 7] = d.bucket if d.bucket is not None else 0
+        o += 8
+        buf[o:o + tl] = frame[l3:l3 + tl]
+        return bytes(buf) + fcs(buf)
+
+    def _build_decap(self, frame, d):
+        t = self._live
+        l3 = d.l3
+        il = d.inner_len
+        buf = bytearray(max(l3 + il, MIN_PAYLOAD))
+        nh = t.next_hop[d.out_port]
+        buf[0:6] = nh if nh is not None else frame[0:6]
+        buf[6:12] = t.mac
+        buf[12:l3] = frame[12:l3]
+        buf[l3 - 2] = 0x08
+        buf[l3 - 1] = 0x00
+        buf[l3:l3 + il] = frame[d.inner:d.inner + il]
+        return bytes(buf) + fcs(buf)

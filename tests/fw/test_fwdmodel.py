@@ -1,0 +1,911 @@
+"""Reference forwarding model (wccp.fwdmodel): every rule of the datapath spec.
+
+Runs under CPython (pytest) and MicroPython (tests/test_micropython.py). Frames are built
+by hand here (no scapy on MicroPython); expected outputs are assembled independently of
+the model's builders.
+"""
+import struct
+
+from fwtest import raises
+
+from wccp import fwdmodel
+from wccp.dataplane import (
+    FWD_GRE, FWD_L2, RET_GRE, RET_L2, SF_DST_IP_ALT_HASH, SF_DST_IP_HASH, SF_DST_PORT_HASH,
+    SF_PORTS_DEFINED, SF_PORTS_SOURCE, SF_SRC_IP_HASH, SF_SRC_PORT_ALT_HASH, SF_SRC_PORT_HASH,
+)
+from wccp.fwdmodel import ForwardingModel
+
+# --- frame construction -----------------------------------------------------------------
+
+APP_MAC = b"\x02\x00\x00\x00\x00\x01"
+CLIENT_MAC = b"\x02\x00\x00\x00\x00\xc1"
+GW_MAC = b"\x02\x00\x00\x00\x00\x9a"
+CACHE_MAC = b"\x02\x00\x00\x00\x00\xca"
+CACHE2_MAC = b"\x02\x00\x00\x00\x00\xcb"
+NH_MAC = b"\x02\x00\x00\x00\x00\x77"
+
+
+def ip(s):
+    a = [int(x) for x in s.split(".")]
+    return (a[0] << 24) | (a[1] << 16) | (a[2] << 8) | a[3]
+
+
+ROUTER_ID = ip("10.0.0.1")
+CACHE_IP = ip("10.0.0.50")
+CACHE2_IP = ip("10.0.0.51")
+CLIENT_IP = ip("192.168.1.10")
+SERVER_IP = ip("203.0.113.7")
+
+
+def csum(data):
+    if len(data) % 2:
+        data = data + b"\x00"
+    words = struct.unpack(">%dH" % (len(data) // 2), data)
+    s = sum(words)
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    return 0xFFFF - s
+
+
+def crc32_bitwise(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0xEDB88320 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def add_fcs(body):
+    return bytes(body) + struct.pack("<I", crc32_bitwise(body))
+
+
+def ipv4(src, dst, proto, payload, options=b"", flags_frag=0, tot_len=None, ihl=None, version=4, ident=0x1234, ttl=64):
+    if ihl is None:
+        ihl = 5 + len(options) // 4
+    if tot_len is None:
+        tot_len = 20 + len(options) + len(payload)
+    h = bytearray(struct.pack(">BBHHHBBHII", (version << 4) | ihl, 0, tot_len, ident, flags_frag, ttl, proto, 0, src, dst))
+    h += options
+    struct.pack_into(">H", h, 10, csum(bytes(h)))
+    return bytes(h) + payload
+
+
+def tcp(sport, dport, payload=b""):
+    return struct.pack(">HHIIBBHHH", sport, dport, 1, 0, 0x50, 0x02, 8192, 0, 0) + payload
+
+
+def udp(sport, dport, payload=b""):
+    return struct.pack(">HHHH", sport, dport, 8 + len(payload), 0) + payload
+
+
+def eth(payload, dst=GW_MAC, src=CLIENT_MAC, ethertype=0x0800, vlan=None, pad=True):
+    body = dst + src
+    if vlan is not None:
+        body += struct.pack(">HH", 0x8100, vlan)
+    body += struct.pack(">H", ethertype) + payload
+    if pad and len(body) < 60:
+        body += b"\x00" * (60 - len(body))
+    return add_fcs(body)
+
+
+def http(src=CLIENT_IP, dst=SERVER_IP, sport=40000, dport=80, payload=b"GET / HTTP/1.1\r\n", **kw):
+    return ipv4(src, dst, 6, tcp(sport, dport, payload), **kw)
+
+
+def fold(k):
+    return (k ^ (k >> 8) ^ (k >> 16) ^ (k >> 24)) & 0xFF
+
+
+def svc(sid=90, stype=1, proto=6, flags=SF_DST_IP_HASH | SF_PORTS_DEFINED, ports=(80,)):
+    return {"service_type": stype, "service_id": sid, "priority": 100, "protocol": proto,
+            "service_flags": flags, "ports": list(ports)}
+
+
+def cache(addr=CACHE_IP, fwd=FWD_GRE, ret=RET_GRE, mac=None, port=None):
+    d = {"address": addr, "forward": fwd, "ret": ret, "mac": mac}
+    if port is not None:
+        d["port"] = port
+    return d
+
+
+def model(caches=None, service=None, buckets=None, mask=None, slot=0, armed=True, mtu=1500):
+    """A committed, armed model with one group in slot; caches' locations set to port 1."""
+    now = [0]
+    m = ForwardingModel(clock=lambda: now[0])
+    m.now = now
+    m.configure(ROUTER_ID, APP_MAC, mtu)
+    m.set_group(slot, service or svc())
+    if caches is None:
+        caches = [cache(mac=CACHE_MAC, port=1)]
+    m.set_caches(slot, caches)
+    if mask is not None:
+        m.set_mask(slot, mask)
+    else:
+        m.set_hash(slot, buckets if buckets is not None else [0] * 256)
+    m.commit()
+    if armed:
+        m.arm(1000)
+        m.heartbeat()
+    return m
+
+
+def one(outs):
+    assert len(outs) == 1, outs
+    return outs[0]
+
+
+def expected_gre(inner, cache_ip=CACHE_IP, cache_mac=CACHE_MAC, flags=0x01, sid=90, alt=0, prim=0, vlan=None):
+    outer = bytearray(struct.pack(">BBHHHBBHII", 0x45, 0, len(inner) + 28, 0, 0x4000, 64, 47, 0, ROUTER_ID, cache_ip))
+    struct.pack_into(">H", outer, 10, csum(bytes(outer)))
+    payload = bytes(outer) + b"\x00\x00\x88\x3e" + bytes([flags, sid, alt, prim]) + inner
+    return eth(payload, dst=cache_mac, src=APP_MAC, vlan=vlan)
+
+
+# --- CRC / helpers ----------------------------------------------------------------------
+
+def test_crc32_implementations_agree():
+    assert fwdmodel.crc32_py(b"123456789") == 0xCBF43926
+    assert fwdmodel.crc32(b"123456789") == 0xCBF43926
+    data = bytes(range(256)) * 3
+    for n in (0, 1, 7, 60, 300, 768):
+        assert fwdmodel.crc32_py(data[:n]) == crc32_bitwise(data[:n]) == fwdmodel.crc32(data[:n])
+    f = eth(http())
+    assert fwdmodel.fcs_ok(f)
+    assert not fwdmodel.fcs_ok(f[:-1] + bytes([f[-1] ^ 1]))
+
+
+def test_ip_checksum_and_fold():
+    h = ipv4(CLIENT_IP, SERVER_IP, 6, b"")[:20]
+    assert fwdmodel.ip_checksum(h) == 0          # a correct header sums to zero
+    assert fwdmodel.fold(0x01020304) == 0x01 ^ 0x02 ^ 0x03 ^ 0x04
+    assert fwdmodel.fold(ip("203.0.113.7")) == 203 ^ 0 ^ 113 ^ 7
+
+
+# --- normal forwarding and rx checks ----------------------------------------------------
+
+def test_unconfigured_forwards_bit_exact_both_directions():
+    m = ForwardingModel()
+    for p in (0, 1):
+        for f in (eth(http()), eth(b"\x00" * 46, ethertype=0x0806), eth(http(payload=b"x" * 1000))):
+            assert m.process(p, f) == [(p ^ 1, f)]
+    c = m.counters()
+    assert c["rx_frames"] == [3, 3] and c["tx_frames"] == [3, 3]
+    assert c["rx_bytes"] == c["tx_bytes"]
+
+
+def test_four_ports_pair_up():
+    m = ForwardingModel(num_ports=4)
+    f = eth(http())
+    assert m.process(2, f) == [(3, f)]
+    assert m.process(3, f) == [(2, f)]
+    raises(ValueError, m.process, 4, f)
+    raises(ValueError, ForwardingModel, 3)
+
+
+def test_runt_dropped_and_counted():
+    m = model()
+    body = (GW_MAC + CLIENT_MAC + b"\x08\x00" + http())[:59]
+    f = add_fcs(body)                      # 63 bytes, valid FCS
+    assert len(f) == 63
+    assert m.process(0, f) == []
+    assert m.process(1, b"") == []
+    assert m.process(1, b"\x01\x02\x03") == []
+    c = m.counters()
+    assert c["rx_runt"] == [1, 2]
+    assert c["tx_frames"] == [0, 0] and c["rx_frames"] == [1, 2]
+    f64 = eth(http())
+    assert len(f64) >= 64
+    assert m.decide(0, f64).action != "drop"
+
+
+def test_bad_fcs_dropped_and_counted():
+    m = model()
+    f = bytearray(eth(http()))
+    f[20] ^= 0x40
+    assert m.process(0, bytes(f)) == []
+    d = m.decide(0, bytes(f))
+    assert d.action == "drop" and d.reason == "rx_bad_fcs"
+    assert m.counters()["rx_bad_fcs"] == [1, 0]
+
+
+def test_oversize_dropped_untagged_and_tagged_limit_1522():
+    m = ForwardingModel()
+    ok = eth(ipv4(CLIENT_IP, SERVER_IP, 17, b"\x00" * (1522 - 18 - 20)))
+    assert len(ok) == 1522
+    assert m.process(0, ok) == [(1, ok)]
+    okv = eth(ipv4(CLIENT_IP, SERVER_IP, 17, b"\x00" * (1522 - 22 - 20)), vlan=5)
+    assert len(okv) == 1522
+    assert m.process(0, okv) == [(1, okv)]
+    big = eth(ipv4(CLIENT_IP, SERVER_IP, 17, b"\x00" * (1523 - 18 - 20)))
+    assert m.process(0, big) == []
+    bigv = eth(ipv4(CLIENT_IP, SERVER_IP, 17, b"\x00" * (1523 - 22 - 20)), vlan=5)
+    assert m.process(1, bigv) == []
+    assert m.counters()["rx_oversize"] == [1, 1]
+    # precedence: oversize with a bad FCS counts as bad FCS (decision D1)
+    assert m.decide(0, big[:-1] + bytes([big[-1] ^ 0xFF])).reason == "rx_bad_fcs"
+
+
+# --- parsing: what is never redirected --------------------------------------------------
+
+def test_non_ip_forwarded_not_counted():
+    m = model()
+    for et in (0x0806, 0x86DD, 0x88CC):
+        f = eth(http(), ethertype=et)
+        assert m.process(0, f) == [(1, f)]
+    # double tag: inner ethertype is 0x8100 again -> not IPv4
+    f = eth(struct.pack(">HH", 0x8100, 7) + b"\x08\x00" + http(), ethertype=0x8100, vlan=3)
+    assert m.process(0, f) == [(1, f)]
+    c = m.counters()
+    assert c["not_redirectable"] == 0 and c["redirect_gre"] == 0
+
+
+def _not_redirectable(m, f):
+    before = m.counters()["not_redirectable"]
+    assert m.process(0, f) == [(1, f)]
+    assert m.counters()["not_redirectable"] == before + 1
+
+
+def test_ihl_below_5_and_bad_version():
+    m = model()
+    _not_redirectable(m, eth(http(ihl=4)))
+    _not_redirectable(m, eth(http(ihl=0)))
+    _not_redirectable(m, eth(http(version=6)))
+    assert m.counters()["redirect_gre"] == 0
+
+
+def test_fragments_not_redirected_but_df_is():
+    m = model()
+    _not_redirectable(m, eth(http(flags_frag=0x2000)))       # MF
+    _not_redirectable(m, eth(http(flags_frag=0x0001)))       # offset 8
+    _not_redirectable(m, eth(http(flags_frag=0x1FFF)))
+    d = m.decide(0, eth(http(flags_frag=0x4000)))            # DF only
+    assert d.action == "redirect_gre"
+    d = m.decide(0, eth(http(flags_frag=0x8000)))            # reserved bit ignored
+    assert d.action == "redirect_gre"
+
+
+def test_truncated_ip_and_ports():
+    m = model()
+    p = http()
+    # total length claims more than the frame holds
+    _not_redirectable(m, eth(http(tot_len=len(p) + 1)))
+    # total length shorter than IHL*4
+    _not_redirectable(m, eth(http(tot_len=19)))
+    # TCP header cut: only 2 bytes of ports inside total length, padding follows
+    short = ipv4(CLIENT_IP, SERVER_IP, 6, b"\x9c\x40", tot_len=22)
+    _not_redirectable(m, eth(short))
+    # a frame cut in the middle of the IP packet (FCS recomputed over what is left)
+    f = eth(http(payload=b"z" * 200))
+    _not_redirectable(m, add_fcs(f[:100]))
+    assert m.counters()["redirect_gre"] == 0
+
+
+def test_tcp_ports_exactly_present_and_padding_ignored():
+    # 24-byte IP packet: header + the 4 port bytes only; Ethernet padding behind it
+    m = model()
+    pkt = ipv4(CLIENT_IP, SERVER_IP, 6, struct.pack(">HH", 40000, 80))
+    f = eth(pkt)
+    d = m.decide(0, f)
+    assert d.action == "redirect_gre"
+    out = one(m.process(0, f))[1]
+    assert out == expected_gre(pkt, prim=fold(SERVER_IP))
+
+
+def test_ip_options_skipped():
+    m = model(service=svc(flags=SF_SRC_PORT_HASH | SF_DST_PORT_HASH | SF_PORTS_DEFINED))
+    opts = b"\x94\x04\x00\x00" + b"\x01\x01\x01\x00"         # router alert, NOPs, EOL
+    pkt = http(sport=0x1234, dport=80, options=opts)
+    d = m.decide(0, eth(pkt))
+    assert d.action == "redirect_gre" and d.bucket == fold(0x1234 ^ 80)
+    out = one(m.process(0, eth(pkt)))[1]
+    assert out == expected_gre(pkt, prim=fold(0x1234 ^ 80))
+    # with options, a port 81 (not listed) must not match even though offset 20 holds other bytes
+    pkt = http(dport=81, options=b"\x00\x50\x00\x50")
+    assert m.decide(0, eth(pkt)).reason == "no_match"
+
+
+def test_vlan_tag_kept_in_every_output():
+    pkt = http()
+    m = model()
+    f = eth(pkt, vlan=0x2064)
+    assert one(m.process(0, f)) == (1, expected_gre(pkt, prim=fold(SERVER_IP), vlan=0x2064))
+    m2 = model(caches=[cache(fwd=FWD_L2, ret=RET_L2, mac=CACHE_MAC, port=0)])
+    out = one(m2.process(1, f))
+    body = bytearray(f[:-4])
+    body[0:6] = CACHE_MAC
+    body[6:12] = APP_MAC
+    assert out == (0, add_fcs(bytes(body)))
+    m.disarm()
+    assert m.process(0, f) == [(1, f)]
+
+
+# --- classification ---------------------------------------------------------------------
+
+def test_slot_priority_first_match_decides():
+    m = ForwardingModel(clock=lambda: 0)
+    m.configure(ROUTER_ID, APP_MAC)
+    m.set_group(0, svc(sid=91, ports=(80, 8080)))
+    m.set_caches(0, [cache(mac=CACHE_MAC, port=1)])
+    m.set_hash(0, [0xFF] * 256)                         # all unassigned
+    m.set_group(1, svc(sid=92, proto=0, flags=SF_DST_IP_HASH))
+    m.set_caches(1, [cache(CACHE2_IP, mac=CACHE2_MAC, port=1)])
+    m.set_hash(1, [0] * 256)
+    m.commit()
+    m.arm()
+    m.heartbeat()
+    d = m.decide(0, eth(http()))
+    assert d.slot == 0 and d.reason == "unassigned"      # slot 1 not consulted
+    d = m.decide(0, eth(http(dport=443)))
+    assert d.slot == 1 and d.action == "redirect_gre" and d.cache == 0
+    d = m.decide(0, eth(ipv4(CLIENT_IP, SERVER_IP, 1, b"\x08\x00\x00\x00" * 4)))
+    assert d.slot == 1                                   # protocol 0 matches ICMP
+    out = one(m.process(0, eth(http(dport=443))))
+    assert out[1][14 + 20 + 4 + 1] == 92                 # service id in the redirect header
+    # slots 2..7 are reachable too; disabled slot 0 no longer matches
+    m.clear_group(0)
+    m.set_group(7, svc(sid=97, proto=17, flags=SF_SRC_IP_HASH))
+    m.set_caches(7, [cache(mac=CACHE_MAC, port=0)])
+    m.set_hash(7, [0] * 256)
+    m.commit()
+    assert m.decide(0, eth(http())).slot == 1
+    assert m.decide(0, eth(ipv4(CLIENT_IP, SERVER_IP, 17, udp(5, 53)))).slot == 1
+    m.clear_group(1)
+    m.commit()
+    assert m.decide(0, eth(ipv4(CLIENT_IP, SERVER_IP, 17, udp(5, 53)))).slot == 7
+    assert m.decide(0, eth(http())).reason == "no_match"
+
+
+def test_port_matching_dst_src_and_protocol():
+    m = model(service=svc(ports=(80, 3128, 0, 0, 0, 0, 0, 0)))
+    assert m.decide(0, eth(http(dport=3128))).action == "redirect_gre"
+    assert m.decide(0, eth(http(dport=81))).reason == "no_match"
+    assert m.decide(0, eth(http(dport=0))).reason == "no_match"        # 0 = unused entry
+    assert m.decide(0, eth(ipv4(CLIENT_IP, SERVER_IP, 17, udp(1, 80)))).reason == "no_match"
+    # ports as source ports (return traffic of a server farm)
+    m2 = model(service=svc(flags=SF_SRC_IP_HASH | SF_PORTS_DEFINED | SF_PORTS_SOURCE))
+    assert m2.decide(0, eth(http(sport=80, dport=40000))).action == "redirect_gre"
+    assert m2.decide(0, eth(http(sport=40000, dport=80))).reason == "no_match"
+    # without PORTS_DEFINED every port matches
+    m3 = model(service=svc(flags=SF_DST_IP_HASH, ports=(80,)))
+    assert m3.decide(0, eth(http(dport=12345))).action == "redirect_gre"
+    # PORTS_DEFINED with an empty list matches nothing
+    m4 = model(service=svc(ports=()))
+    assert m4.decide(0, eth(http())).reason == "no_match"
+    # UDP service
+    m5 = model(service=svc(proto=17, ports=(53,)))
+    assert m5.decide(0, eth(ipv4(CLIENT_IP, SERVER_IP, 17, udp(999, 53)))).action == "redirect_gre"
+    assert m5.decide(0, eth(http(dport=53))).reason == "no_match"
+
+
+def test_protocol_zero_ignores_port_list_other_protocols_use_ports_zero():
+    m = model(service=svc(proto=0, flags=SF_DST_PORT_HASH | SF_SRC_PORT_HASH | SF_PORTS_DEFINED, ports=(80,)))
+    d = m.decide(0, eth(http(sport=7, dport=9999)))
+    assert d.action == "redirect_gre" and d.bucket == fold(7 ^ 9999)
+    d = m.decide(0, eth(ipv4(CLIENT_IP, SERVER_IP, 50, b"\x12\x34\x56\x78" * 4)))   # ESP: ports 0
+    assert d.action == "redirect_gre" and d.bucket == 0
+
+
+def test_standard_web_cache_service():
+    m = model(service={"service_type": 0, "service_id": 0})
+    pkt = http()
+    d = m.decide(0, eth(pkt))
+    assert d.action == "redirect_gre" and d.bucket == fold(SERVER_IP)
+    assert m.decide(0, eth(http(dport=443))).reason == "no_match"
+    out = one(m.process(0, eth(pkt)))[1]
+    assert out == expected_gre(pkt, flags=0x00, sid=0, prim=fold(SERVER_IP))
+
+
+# --- hash assignment --------------------------------------------------------------------
+
+def test_hash_primary_bucket_selects_cache():
+    caches = [cache(CACHE_IP, mac=CACHE_MAC, port=1), cache(CACHE2_IP, mac=CACHE2_MAC, port=0)]
+    flags = SF_SRC_IP_HASH | SF_DST_IP_HASH | SF_SRC_PORT_HASH | SF_DST_PORT_HASH | SF_PORTS_DEFINED
+    b = fold(CLIENT_IP ^ SERVER_IP ^ 40000 ^ 80)
+    buckets = [0] * 256
+    buckets[b] = 1
+    m = model(caches=caches, service=svc(flags=flags), buckets=buckets)
+    pkt = http()
+    d = m.decide(0, eth(pkt))
+    assert (d.action, d.cache, d.bucket, d.alt_used, d.out_port) == ("redirect_gre", 1, b, False, 0)
+    out = one(m.process(0, eth(pkt)))
+    assert out == (0, expected_gre(pkt, CACHE2_IP, CACHE2_MAC, prim=b))
+    c = m.counters()
+    assert c["bucket_hits"][0][b] == 1 and c["cache_frames"][0][1] == 1
+    assert c["redirect_gre"] == 1 and c["slot_frames"][0] == 1
+
+
+def test_hash_unassigned_and_index_beyond_caches():
+    b = fold(SERVER_IP)
+    buckets = [0] * 256
+    buckets[b] = 0xFF
+    m = model(buckets=buckets)
+    f = eth(http())
+    assert m.process(0, f) == [(1, f)]
+    assert m.counters()["unassigned"] == 1
+    assert m.counters()["bucket_hits"][0][b] == 1
+    buckets[b] = 5                    # only one cache
+    m = model(buckets=buckets)
+    assert m.process(0, f) == [(1, f)]
+    assert m.decide(0, f).reason == "unassigned"
+    buckets[b] = 0x7F
+    m = model(buckets=buckets)
+    assert m.decide(0, f).reason == "unassigned"
+
+
+def test_hash_alternate_bucket():
+    caches = [cache(CACHE_IP, mac=CACHE_MAC, port=1), cache(CACHE2_IP, mac=CACHE2_MAC, port=1)]
+    flags = SF_DST_IP_HASH | SF_PORTS_DEFINED | SF_SRC_PORT_ALT_HASH | SF_DST_IP_ALT_HASH
+    pb = fold(SERVER_IP)
+    ab = fold(SERVER_IP ^ 40000)
+    assert pb != ab
+    buckets = [0xFF] * 256
+    buckets[pb] = 0x80
+    buckets[ab] = 0x81                # its own 0x80 is ignored -> cache 1
+    m = model(caches=caches, service=svc(flags=flags), buckets=buckets)
+    pkt = http()
+    d = m.decide(0, eth(pkt))
+    assert (d.action, d.cache, d.bucket, d.alt_bucket, d.alt_used) == ("redirect_gre", 1, pb, ab, True)
+    out = one(m.process(0, eth(pkt)))[1]
+    assert out == expected_gre(pkt, CACHE2_IP, CACHE2_MAC, flags=0x03, alt=ab, prim=pb)
+    # standard service type: D flag clear, A flag still set
+    m2 = model(caches=caches, service=svc(stype=0, sid=5, flags=flags), buckets=buckets)
+    out = one(m2.process(0, eth(pkt)))[1]
+    assert out == expected_gre(pkt, CACHE2_IP, CACHE2_MAC, flags=0x02, sid=5, alt=ab, prim=pb)
+    # alternate entry unassigned
+    buckets[ab] = 0xFF
+    m = model(caches=caches, service=svc(flags=flags), buckets=buckets)
+    d = m.decide(0, eth(pkt))
+    assert d.reason == "unassigned" and d.alt_bucket == ab
+    # alternate flags all zero: alt key 0 -> bucket 0
+    buckets = [0xFF] * 256
+    buckets[pb] = 0x80
+    buckets[0] = 0
+    m = model(caches=caches, service=svc(flags=SF_DST_IP_HASH | SF_PORTS_DEFINED), buckets=buckets)
+    d = m.decide(0, eth(pkt))
+    assert d.action == "redirect_gre" and d.cache == 0 and d.alt_bucket == 0
+
+
+def test_alt_flag_dst_ip_only_equals_primary_bucket():
+    flags = SF_DST_IP_HASH | SF_DST_IP_ALT_HASH
+    pb = fold(SERVER_IP)
+    buckets = [0xFF] * 256
+    buckets[pb] = 0x80                # alt lookup lands on the same entry: its 0x80 is ignored
+    m = model(service=svc(flags=flags), buckets=buckets)
+    d = m.decide(0, eth(http()))
+    assert d.action == "redirect_gre" and d.cache == 0 and d.alt_bucket == pb
+
+
+# --- mask assignment --------------------------------------------------------------------
+
+def test_mask_first_match_wins_across_sets_and_values():
+    caches = [cache(CACHE_IP, mac=CACHE_MAC, port=1), cache(CACHE2_IP, mac=CACHE2_MAC, port=1),
+              cache(ip("10.0.0.52"), mac=CACHE_MAC, port=0)]
+    sets = [
+        {"masks": (0, 0x000000FF, 0, 0), "values": [(0, 0x01, 0, 0, 2), (0, 0x07, 0, 0, 1), (0, 0x07, 0, 0, 0)]},
+        {"masks": (0, 0, 0, 0xFFFF), "values": [(0, 0, 0, 80, 0)]},
+    ]
+    m = model(caches=caches, mask=sets)
+    pkt = http()                      # dst .7 -> set 0, second value
+    d = m.decide(0, eth(pkt))
+    assert (d.action, d.cache, d.bucket, d.alt_bucket) == ("redirect_gre", 1, None, None)
+    out = one(m.process(0, eth(pkt)))[1]
+    assert out == expected_gre(pkt, CACHE2_IP, CACHE2_MAC, prim=0, alt=0)
+    assert m.decide(0, eth(http(dst=ip("1.2.3.1")))).cache == 2
+    assert m.decide(0, eth(http(dst=ip("1.2.3.9")))).cache == 0              # set 1
+    # non-matching everywhere -> unassigned
+    m2 = model(caches=caches, mask=sets[:1])
+    f = eth(http(dst=ip("1.2.3.9")))
+    assert m2.process(0, f) == [(1, f)] and m2.counters()["unassigned"] == 1
+    assert sum(m2.counters()["bucket_hits"][0]) == 0
+
+
+def test_mask_src_ip_and_ports_and_non_tcp_zero_ports():
+    sets = [{"masks": (0x1741, 0, 0xFFFF, 0), "values": [(0x0101, 0, 0, 0, 0), (0x0101, 0, 1234, 0, 0)]}]
+    m = model(service=svc(proto=0, flags=SF_SRC_IP_HASH), mask=sets)
+    # 0xC0A80101 & 0x1741 = 0x0101 ; sport must be 0 (first value) or 1234
+    src = ip("192.168.1.1")
+    assert src & 0x1741 == 0x0101
+    assert m.decide(0, eth(http(src=src, sport=1234))).action == "redirect_gre"
+    assert m.decide(0, eth(http(src=src, sport=1235))).reason == "unassigned"
+    icmp = ipv4(src, SERVER_IP, 1, b"\x08\x00" + b"\x00" * 14)
+    assert m.decide(0, eth(icmp)).action == "redirect_gre"                  # ports 0,0
+    # zero-bit mask with one value: everything to that cache (ATS style)
+    m = model(mask=[{"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 0)]}])
+    assert m.decide(0, eth(http(dst=ip("8.8.8.8")))).action == "redirect_gre"
+    # value with bits outside its mask never matches
+    m = model(mask=[{"masks": (0, 0xFF, 0, 0), "values": [(0, 0x107, 0, 0, 0)]}])
+    assert m.decide(0, eth(http())).reason == "unassigned"
+
+
+# --- exclusions, learning, cache resolution ---------------------------------------------
+
+def test_exclusion_by_cache_ip():
+    caches = [cache(CACHE_IP, mac=CACHE_MAC, port=1), cache(CACHE2_IP, mac=CACHE2_MAC, port=1)]
+    m = model(caches=caches, service=svc(flags=SF_SRC_IP_HASH | SF_PORTS_DEFINED))
+    f = eth(http(src=CACHE2_IP), src=CACHE2_MAC)
+    assert m.process(1, f) == [(0, f)]
+    c = m.counters()
+    assert c["from_cache"] == 1 and c["slot_frames"][0] == 1 and c["redirect_gre"] == 0
+
+
+def test_exclusion_by_cache_mac_only_for_l2_return():
+    l2 = [cache(CACHE_IP, fwd=FWD_L2, ret=RET_L2, mac=CACHE_MAC, port=1)]
+    m = model(caches=l2)
+    f = eth(http(), src=CACHE_MAC)            # the cache returns a client packet at L2
+    assert m.process(1, f) == [(0, f)]
+    assert m.counters()["from_cache"] == 1
+    gre = [cache(CACHE_IP, fwd=FWD_L2, ret=RET_GRE, mac=CACHE_MAC, port=1)]
+    m = model(caches=gre)
+    d = m.decide(1, f)
+    assert d.action == "redirect_l2" and d.out_port == 1
+
+
+def test_unknown_cache_location_forwards_normally():
+    m = model(caches=[cache()])
+    f = eth(http())
+    assert m.process(0, f) == [(1, f)]
+    assert m.counters()["cache_unknown"] == 1
+    # MAC known but port not: still unresolved
+    m = model(caches=[cache(mac=CACHE_MAC)])
+    assert m.decide(0, f).reason == "cache_unknown"
+    assert m.cache_location(0, 0) is None
+
+
+def test_learning_from_cache_traffic_and_commit_keeps_it():
+    m = model(caches=[cache(), cache(CACHE2_IP)])
+    f = eth(http())
+    assert m.decide(0, f).reason == "cache_unknown"
+    # any IPv4 frame from the cache teaches MAC and port (here a UDP frame on port 1)
+    hello = eth(ipv4(CACHE_IP, ip("10.0.0.1"), 17, udp(2048, 2048, b"x" * 10)), src=CACHE_MAC)
+    assert m.decide(1, hello).action == "forward"             # decide() does not learn
+    assert m.cache_location(0, 0) is None
+    m.process(1, hello)
+    assert m.cache_location(0, 0) == (CACHE_MAC, 1)
+    assert m.cache_location(0, 1) is None
+    d = m.decide(0, f)
+    assert d.action == "redirect_gre" and d.out_port == 1
+    # learning while fail-open too, and the port moves with the cache
+    m.disarm()
+    m.process(0, hello)
+    assert m.cache_location(0, 0) == (CACHE_MAC, 0)
+    # a commit (shadow rewritten with the same caches, no MAC) keeps learnt locations
+    m.set_caches(0, [cache(), cache(CACHE2_IP)])
+    m.commit()
+    assert m.cache_location(0, 0) == (CACHE_MAC, 0)
+    # a different cache at that index starts unknown
+    m.set_caches(0, [cache(CACHE2_IP), cache(CACHE_IP)])
+    m.commit()
+    assert m.cache_location(0, 0) is None and m.cache_location(0, 1) is None
+    # not-valid IPv4 (fragment) does not teach
+    frag = eth(ipv4(CACHE_IP, SERVER_IP, 17, udp(1, 2), flags_frag=0x2000), src=CACHE_MAC)
+    m.process(1, frag)
+    assert m.cache_location(0, 1) is None
+
+
+def test_learning_applies_to_every_slot_with_that_cache():
+    m = model(caches=[cache()])
+    m.set_group(3, svc(sid=93, ports=(443,)))
+    m.set_caches(3, [cache(CACHE2_IP), cache(CACHE_IP)])
+    m.set_hash(3, [1] * 256)
+    m.commit()
+    m.process(1, eth(ipv4(CACHE_IP, SERVER_IP, 6, tcp(3128, 80)), src=CACHE_MAC))
+    assert m.cache_location(0, 0) == (CACHE_MAC, 1)
+    assert m.cache_location(3, 1) == (CACHE_MAC, 1)
+    assert m.decide(0, eth(http(dport=443))).slot == 3
+    assert m.decide(0, eth(http(dport=443))).action == "redirect_gre"
+
+
+def test_set_cache_location_explicit_needs_commit():
+    m = model(caches=[cache()])
+    m.set_cache_location(0, 0, CACHE2_MAC, 0)
+    assert m.cache_location(0, 0) is None
+    m.commit()
+    assert m.cache_location(0, 0) == (CACHE2_MAC, 0)
+    out = one(m.process(1, eth(http())))
+    assert out[0] == 0 and out[1][0:6] == CACHE2_MAC
+    raises(ValueError, m.set_cache_location, 0, 1, CACHE_MAC, 0)
+    raises(ValueError, m.set_cache_location, 0, 0, CACHE_MAC, 2)
+    raises(ValueError, m.set_cache_location, 0, 0, b"\x01", 0)
+
+
+# --- redirect methods -------------------------------------------------------------------
+
+def test_l2_rewrite_exact():
+    m = model(caches=[cache(fwd=FWD_L2, ret=RET_L2, mac=CACHE_MAC, port=1)])
+    pkt = http(payload=b"")                  # short: Ethernet padding must be kept
+    f = eth(pkt)
+    out = one(m.process(0, f))
+    body = bytearray(f[:-4])
+    body[0:6] = CACHE_MAC
+    body[6:12] = APP_MAC
+    assert out == (1, add_fcs(bytes(body)))
+    assert len(out[1]) == len(f)
+    c = m.counters()
+    assert c["redirect_l2"] == 1 and c["cache_bytes"][0][0] == len(f) and c["tx_frames"] == [0, 1]
+
+
+def test_gre_encapsulation_exact_and_padding_dropped():
+    m = model()
+    pkt = http(payload=b"")                  # 40-byte IP: Ethernet padding behind it
+    f = eth(pkt)
+    assert len(f) == 64
+    out = one(m.process(0, f))
+    exp = expected_gre(pkt, prim=fold(SERVER_IP))
+    assert out == (1, exp)
+    o = out[1]
+    assert o[12:14] == b"\x08\x00" and o[14] == 0x45 and o[23] == 47 and o[22] == 64
+    assert struct.unpack(">H", o[16:18])[0] == len(pkt) + 28
+    assert struct.unpack(">H", o[20:22])[0] == 0x4000
+    assert csum(o[14:34]) == 0
+    assert o[34:38] == b"\x00\x00\x88\x3e"
+    assert o[38] >> 4 != 4                    # never looks like an inner IPv4 header
+    assert o[42:42 + len(pkt)] == pkt
+    big = http(payload=b"y" * 1000)
+    out = one(m.process(0, eth(big)))[1]
+    assert out == expected_gre(big, prim=fold(SERVER_IP))
+
+
+def test_gre_mtu_overflow_forwards_normally():
+    m = model(mtu=1000)
+    ok = http(payload=b"a" * (1000 - 28 - 40))
+    assert len(ok) + 28 == 1000
+    assert m.decide(0, eth(ok)).action == "redirect_gre"
+    big = http(payload=b"a" * (1000 - 28 - 40 + 1))
+    f = eth(big)
+    assert m.process(0, f) == [(1, f)]
+    c = m.counters()
+    assert c["gre_too_big"] == 1 and c["redirect_gre"] == 0
+    # default mtu 1500: a full 1500-byte packet cannot be encapsulated
+    m = model()
+    assert m.decide(0, eth(http(payload=b"a" * 1460))).reason == "gre_too_big"
+    assert m.decide(0, eth(http(payload=b"a" * 1432))).action == "redirect_gre"
+    # L2 has no such limit
+    m = model(caches=[cache(fwd=FWD_L2, mac=CACHE_MAC, port=1)])
+    assert m.decide(0, eth(http(payload=b"a" * 1460))).action == "redirect_l2"
+
+
+# --- GRE return -------------------------------------------------------------------------
+
+def gre_return(inner, header=b"\x01\x5a\x00\x07", dst=ROUTER_ID, proto=0x883E, word0=0):
+    return ipv4(CACHE_IP, dst, 47, struct.pack(">HH", word0, proto) + header + inner)
+
+
+def test_gre_return_decap_with_and_without_redirect_header():
+    m = model()
+    inner = http(src=SERVER_IP, dst=CLIENT_IP, sport=80, dport=40000, payload=b"HTTP/1.1 200 OK\r\n")
+    for hdr in (b"\x01\x5a\x00\x07", b"\x04\x00\x00\x00", b"\x00\x00\x00\x00", b""):
+        f = eth(gre_return(inner, hdr), dst=APP_MAC, src=CACHE_MAC)
+        out = one(m.process(1, f))
+        assert out == (0, eth(inner, dst=APP_MAC, src=APP_MAC))
+    assert m.counters()["gre_return"] == 4
+    assert m.cache_location(0, 0) == (CACHE_MAC, 1)          # learnt from the return traffic
+    # next-hop MAC for the egress port, VLAN tag kept, short inner padded to 60
+    m.set_next_hop(0, NH_MAC)
+    m.commit()
+    small = ipv4(SERVER_IP, CLIENT_IP, 1, b"\x00\x00\x00\x00")
+    f = eth(gre_return(small + b"trailing"), dst=APP_MAC, src=CACHE_MAC, vlan=12)
+    out = one(m.process(1, f))
+    assert out == (0, eth(small, dst=NH_MAC, src=APP_MAC, vlan=12))
+    assert len(out[1]) == 64
+    # next hop of the other port does not apply
+    f = eth(gre_return(small), dst=APP_MAC, src=CACHE_MAC)
+    assert one(m.process(0, f)) == (1, eth(small, dst=APP_MAC, src=APP_MAC))
+
+
+def test_gre_return_never_redirected_even_when_it_matches():
+    m = model(service=svc(proto=0, flags=SF_DST_IP_HASH))       # would match GRE too
+    inner = http()
+    f = eth(gre_return(inner), dst=APP_MAC, src=CACHE_MAC)
+    d = m.decide(1, f)
+    assert d.action == "decap" and d.slot is None
+    # decapsulated during fail-open as well
+    m.disarm()
+    assert one(m.process(1, f)) == (0, eth(inner, dst=APP_MAC, src=APP_MAC))
+    # not return traffic: other GRE protocol, GRE flags set, or another destination
+    m = model(service=svc(proto=0, flags=SF_DST_IP_HASH), caches=[cache(CACHE2_IP, mac=CACHE2_MAC, port=1)])
+    for g in (gre_return(inner, proto=0x0800), gre_return(inner, word0=0x2000), gre_return(inner, dst=SERVER_IP)):
+        d = m.decide(1, eth(g, src=CACHE_MAC))
+        assert d.action == "redirect_gre", d
+
+
+def test_gre_return_malformed_inner_dropped():
+    m = model()
+    inner = http()
+    cases = [
+        gre_return(b"", header=b""),                                # no payload byte
+        gre_return(b"\x45\x00", header=b"\x00\x00\x00\x00"),       # inner total length cut
+        gre_return(inner[:30]),                                     # inner claims more than carried
+        gre_return(ipv4(SERVER_IP, CLIENT_IP, 1, b"", tot_len=19)),  # inner length < 20
+    ]
+    for g in cases:
+        f = eth(g, dst=APP_MAC, src=CACHE_MAC)
+        assert m.process(1, f) == []
+        assert m.decide(1, f).reason == "gre_return_bad"
+    assert m.counters()["gre_return_bad"] == len(cases)
+    assert m.counters()["tx_frames"] == [0, 0]
+
+
+# --- fail-open watchdog and atomic commit -----------------------------------------------
+
+def test_watchdog_arm_heartbeat_expiry_rearm():
+    now = [1000]
+    m = ForwardingModel(clock=lambda: now[0])
+    m.configure(ROUTER_ID, APP_MAC)
+    m.set_group(0, svc())
+    m.set_caches(0, [cache(mac=CACHE_MAC, port=1)])
+    m.set_hash(0, [0] * 256)
+    m.commit()
+    f = eth(http())
+    assert m.decide(0, f).reason == "disabled"          # never armed
+    m.heartbeat()
+    assert m.decide(0, f).reason == "disabled"          # heartbeat alone does not enable
+    m.arm(500)
+    assert m.decide(0, f).reason == "disabled"          # armed, no heartbeat since
+    m.heartbeat()
+    assert m.decide(0, f).action == "redirect_gre"
+    now[0] = 1499
+    assert m.redirect_enabled() and m.decide(0, f).action == "redirect_gre"
+    now[0] = 1500
+    assert not m.redirect_enabled()
+    assert m.process(0, f) == [(1, f)]                  # fail-open: forwarded normally
+    c = m.counters()
+    assert c["redirect_gre"] == 0 and c["slot_frames"][0] == 0 and c["not_redirectable"] == 0
+    m.heartbeat()
+    assert m.decide(0, f).action == "redirect_gre"      # re-armed by the heartbeat
+    m.disarm()
+    m.heartbeat()
+    assert m.decide(0, f).reason == "disabled"
+    # injected time: explicit now arguments and tick()
+    m.arm(100)
+    m.heartbeat(now=5000)
+    assert m.redirect_enabled(now=5099) and not m.redirect_enabled(now=5100)
+    assert m.decide(0, f, now=5050).action == "redirect_gre"
+    assert m.tick(5010) is True
+    assert m.decide(0, f).action == "redirect_gre"
+    assert m.tick(6000) is False
+    assert m.process(0, f) == [(1, f)]
+    raises(ValueError, m.arm, 0)
+
+
+def test_default_clock_works():
+    m = model(armed=False)
+    m2 = ForwardingModel()
+    m2.arm()
+    m2.heartbeat()
+    assert m2.redirect_enabled()
+    assert not m.redirect_enabled()
+
+
+def test_commit_is_atomic_shadow_invisible():
+    m = model()
+    f = eth(http())
+    exp = m.process(0, f)
+    # rewrite everything in the shadow: new caches, other buckets, other mtu, new group
+    m.configure(ip("10.9.9.9"), CACHE2_MAC, 600)
+    m.set_caches(0, [cache(CACHE2_IP, fwd=FWD_L2, mac=CACHE2_MAC, port=0)])
+    m.set_hash(0, [0xFF] * 256)
+    m.set_group(1, svc(sid=99, ports=(443,)))
+    m.set_caches(1, [cache(mac=CACHE_MAC, port=1)])
+    m.set_hash(1, [0] * 256)
+    m.set_next_hop(0, NH_MAC)
+    assert m.process(0, f) == exp                       # nothing visible before commit
+    assert m.decide(0, eth(http(dport=443))).reason == "no_match"
+    m.commit()
+    assert m.process(0, f) == [(1, f)]                  # now unassigned
+    assert m.decide(0, eth(http(dport=443))).slot == 1
+    # clear_assignment / clear_group also wait for commit
+    m.set_hash(0, [0] * 256)
+    m.commit()
+    assert m.decide(0, f).action == "redirect_l2"
+    m.clear_assignment(0)
+    assert m.decide(0, f).action == "redirect_l2"
+    m.commit()
+    assert m.decide(0, f).reason == "unassigned"
+    m.clear_group(0)
+    assert m.decide(0, f).reason == "unassigned"
+    m.commit()
+    assert m.decide(0, f).reason == "no_match"
+    # set_mask replaces set_hash and vice versa
+    m.set_group(0, svc())
+    m.set_caches(0, [cache(mac=CACHE_MAC, port=1)])
+    m.set_hash(0, [0xFF] * 256)
+    m.set_mask(0, [{"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 0)]}])
+    m.commit()
+    assert m.decide(0, f).action == "redirect_gre"
+
+
+# --- limits and bad input ---------------------------------------------------------------
+
+def test_limits_raise_value_error():
+    m = ForwardingModel()
+    raises(ValueError, m.set_group, 8, svc())
+    raises(ValueError, m.set_group, -1, svc())
+    raises(ValueError, m.set_caches, 0, [cache(ip("10.1.0.0") + i) for i in range(33)])
+    m.set_caches(0, [cache(ip("10.1.0.0") + i) for i in range(32)])
+    raises(ValueError, m.set_caches, 0, [cache(fwd=3)])
+    raises(ValueError, m.set_caches, 0, [cache(ret=0)])
+    raises(ValueError, m.set_caches, 0, [{"address": -1}])
+    raises(ValueError, m.set_caches, 0, [cache(port=2)])
+    raises(ValueError, m.set_hash, 0, [0] * 255)
+    raises(ValueError, m.set_hash, 0, [0] * 255 + [256])
+    one_set = {"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 0)]}
+    m.set_mask(0, [one_set] * 4)
+    raises(ValueError, m.set_mask, 0, [one_set] * 5)
+    m.set_mask(0, [{"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 0)] * 128}])
+    raises(ValueError, m.set_mask, 0, [{"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 0)] * 129}])
+    raises(ValueError, m.set_mask, 0, [{"masks": (0, 0, 0x10000, 0), "values": []}])
+    raises(ValueError, m.set_mask, 0, [{"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 128)]}])
+    raises(ValueError, m.set_group, 0, svc(ports=(1, 2, 3, 4, 5, 6, 7, 8, 9)))
+    raises(ValueError, m.set_group, 0, svc(ports=(70000,)))
+    raises(ValueError, m.configure, ROUTER_ID, APP_MAC, 1501)
+    raises(ValueError, m.configure, ROUTER_ID, b"\x00" * 5)
+    raises(ValueError, m.configure, -1, APP_MAC)
+    raises(ValueError, m.set_next_hop, 2, NH_MAC)
+
+
+def test_decide_has_no_side_effects():
+    m = model(caches=[cache()])
+    hello = eth(http(src=CACHE_IP), src=CACHE_MAC)
+    before = m.counters()
+    for _ in range(3):
+        m.decide(1, hello)
+        m.decide(0, eth(http()))
+    assert m.counters() == before
+    assert m.cache_location(0, 0) is None
+
+
+def test_random_garbage_never_crashes():
+    m = model()
+    x = 12345
+    for i in range(300):
+        n = 50 + (i * 37) % 200
+        buf = bytearray(n)
+        for j in range(n):
+            x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+            buf[j] = (x >> 16) & 0xFF
+        # make a third of them IPv4, with random header bytes, and valid FCS
+        if i % 3 == 0:
+            buf[12] = 0x08
+            buf[13] = 0x00
+            buf[14] = 0x40 | (buf[14] & 0x0F)
+        elif i % 3 == 1:
+            buf[12] = 0x81
+            buf[13] = 0x00
+            buf[16] = 0x08
+            buf[17] = 0x00
+        f = add_fcs(bytes(buf))
+        outs = m.process(i & 1, f)
+        assert len(outs) <= 1
+        for p, o in outs:
+            assert 0 <= p < 2 and len(o) >= 64 and fwdmodel.fcs_ok(o)
+    c = m.counters()
+    assert sum(c["rx_frames"]) == 300
+
+
+def test_counters_consistent_and_clear():
+    m = model()
+    f = eth(http())
+    m.process(0, f)
+    m.process(0, eth(http(dport=1)))
+    m.process(1, f[:-1] + b"\x00")
+    c = m.counters()
+    assert c["rx_frames"] == [2, 1] and c["rx_bytes"][0] == len(f) * 2
+    assert c["tx_frames"] == [0, 2]
+    assert c["slot_frames"][0] == 1 and c["slot_bytes"][0] == len(f)
+    assert c["cache_frames"][0][0] == 1 and c["cache_bytes"][0][0] == len(f)
+    assert c["bucket_hits"][0][fold(SERVER_IP)] == 1
+    c["rx_frames"][0] = 99                                  # a copy
+    assert m.counters()["rx_frames"][0] == 2
+    m.clear_counters()
+    c = m.counters()
+    assert c["rx_frames"] == [0, 0] and c["redirect_gre"] == 0
+
+
+def test_decision_record():
+    m = model()
+    d = m.decide(0, eth(http()))
+    r = d.as_dict()
+    assert r["action"] == "redirect_gre" and r["slot"] == 0 and r["cache"] == 0
+    assert r["bucket"] == fold(SERVER_IP) and r["alt_bucket"] is None and r["reason"] == "redirect_gre"
+    assert "redirect_gre" in repr(d)
