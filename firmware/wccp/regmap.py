@@ -33,7 +33,9 @@ CONTROL_REDIRECT_EN = const(0x1)
 STATUS_ACTIVE = const(0x1)
 STATUS_WDT_EXPIRED = const(0x2)
 STATUS_COMMIT_BUSY = const(0x4)
-CACHE_STATE_KNOWN = const(0x1)
+CACHE_MAC_KNOWN = const(0x10000)
+CACHE_PORT_KNOWN = const(0x20000)
+CACHE_PORT_SHIFT = const(0x14)
 
 # GLOBAL
 GLOBAL_BASE = const(0x000000)
@@ -134,6 +136,7 @@ CNT_GRE_RETURN = const(0xD)  # offset in block
 CNT_REDIRECT_L2 = const(0xE)  # offset in block
 CNT_REDIRECT_GRE = const(0xF)  # offset in block
 CNT_LEARNT = const(0x10)  # offset in block
+CNT_GRE_RETURN_BAD = const(0x11)  # offset in block
 
 # SLOTCNT
 SLOTCNT_BASE = const(0x010400)

@@ -28,7 +28,9 @@
 `define WCCP_STATUS_ACTIVE 1
 `define WCCP_STATUS_WDT_EXPIRED 2
 `define WCCP_STATUS_COMMIT_BUSY 4
-`define WCCP_CACHE_STATE_KNOWN 1
+`define WCCP_CACHE_MAC_KNOWN 65536
+`define WCCP_CACHE_PORT_KNOWN 131072
+`define WCCP_CACHE_PORT_SHIFT 20
 
 // block GLOBAL: Identification, control, watchdog, commit and global shadow configuration.
 `define WCCP_GLOBAL_BASE 24'h000000
@@ -129,6 +131,7 @@
 `define WCCP_CNT_REDIRECT_L2 14
 `define WCCP_CNT_REDIRECT_GRE 15
 `define WCCP_CNT_LEARNT 16
+`define WCCP_CNT_GRE_RETURN_BAD 17
 
 // block SLOTCNT: Per-slot counters, per receive port (sum over ports).
 `define WCCP_SLOTCNT_BASE 24'h010400
