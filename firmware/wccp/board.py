@@ -1,0 +1,166 @@
+"""Board support: read the board definition and bring the network up.
+
+`wccp flash` copies the board definition (boards/<name>.json) to the MCU as
+/board.json. This module reads it and, on a real board, starts wired Ethernet:
+
+* ``network.LAN`` (ESP32 internal EMAC + RMII PHY, STM32 ETH) with the PHY type,
+  address and pins from the definition;
+* ``network.WIZNET5K`` (W5500 over SPI, rp2 / stm32).
+
+IP settings come from a dict (``net``): ``{"dhcp": true}`` (the default) or
+``{"ip": .., "netmask": .., "gateway": .., "dns": ..}`` — main.py passes the
+``network`` object of /net.json when there is one.
+
+On the unix port (the virtual board, CI) there is nothing to bring up: the host's
+loopback is used and ``bring_up`` returns None. The MicroPython modules are passed
+in (``network_mod``, ``machine_mod``) so the logic can be tested with fakes.
+Runs on MicroPython and CPython.
+"""
+import json
+import sys
+
+DEFAULT_PATH = "/board.json"
+
+
+class BoardError(Exception):
+    pass
+
+
+def load(path=DEFAULT_PATH):
+    """Read a board definition; None when the file does not exist (virtual board without one)."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    try:
+        d = json.loads(text)
+    except ValueError as e:
+        raise BoardError("%s: not valid JSON: %s" % (path, e))
+    if not isinstance(d, dict) or "name" not in d or "kind" not in d:
+        raise BoardError("%s: not a board definition" % path)
+    return d
+
+
+def is_unix():
+    return sys.platform in ("linux", "darwin", "win32") or getattr(sys.implementation, "name", "") == "cpython"
+
+
+def pin_id(name, port):
+    """Pin name from the board definition -> the id machine.Pin takes on that port.
+
+    esp32 "GPIO23" -> 23; rp2 "GP17" -> 17; stm32 "PB3" -> "B3"."""
+    if not isinstance(name, str):
+        raise BoardError("pin %r: must be a string" % (name,))
+    if port == "esp32" and name.startswith("GPIO") and name[4:].isdigit():
+        return int(name[4:])
+    if port == "rp2" and name.startswith("GP") and name[2:].isdigit():
+        return int(name[2:])
+    if port == "stm32" and len(name) >= 3 and name[0] == "P" and name[1].isalpha() and name[2:].isdigit():
+        return name[1:]
+    raise BoardError("pin %r: not a pin name for port %s" % (name, port))
+
+
+def make_pin(machine_mod, defn, name, mode, value=None):
+    port = defn["micropython"]["port"]
+    pid = pin_id(name, port)
+    if mode == "out":
+        p = machine_mod.Pin(pid, machine_mod.Pin.OUT)
+        if value is not None:
+            p.value(value)
+        return p
+    return machine_mod.Pin(pid, machine_mod.Pin.IN)
+
+
+def make_spi(machine_mod, defn, spi_def):
+    pins = spi_def["pins"]
+    port = defn["micropython"]["port"]
+    kw = {"baudrate": spi_def.get("baudrate", 1000000), "polarity": 0, "phase": 0}
+    if port in ("esp32", "rp2"):
+        kw["sck"] = machine_mod.Pin(pin_id(pins["sck"], port))
+        kw["mosi"] = machine_mod.Pin(pin_id(pins["mosi"], port))
+        kw["miso"] = machine_mod.Pin(pin_id(pins["miso"], port))
+    # stm32: the hardware bus number fixes the pins (checked against the definition by the host tools)
+    return machine_mod.SPI(spi_def["bus"], **kw)
+
+
+def fpga_spi(machine_mod, defn):
+    """The SPI bus wired to the FPGA (register access and slave-SPI configuration)."""
+    return make_spi(machine_mod, defn, defn["fpga_spi"])
+
+
+def fpga_pins(machine_mod, defn):
+    """dict role -> machine.Pin for the FPGA control pins (cs/programn/creset high = idle)."""
+    out = {}
+    for role, name in defn.get("fpga_control", {}).items():
+        if role in ("cs", "programn", "creset"):
+            out[role] = make_pin(machine_mod, defn, name, "out", 1)
+        else:
+            out[role] = make_pin(machine_mod, defn, name, "in")
+    return out
+
+
+def _lan(network_mod, machine_mod, defn):
+    net = defn["network"]
+    port = defn["micropython"]["port"]
+    if port == "stm32":
+        return network_mod.LAN()
+    pins = net.get("pins", {})
+    kw = {"mdc": machine_mod.Pin(pin_id(pins["mdc"], port)),
+          "mdio": machine_mod.Pin(pin_id(pins["mdio"], port)),
+          "phy_addr": net.get("phy_addr", 0),
+          "phy_type": getattr(network_mod, "PHY_" + net["phy_type"])}
+    if "power" in pins:
+        kw["power"] = machine_mod.Pin(pin_id(pins["power"], port))
+    if "ref_clk" in pins:
+        kw["ref_clk"] = machine_mod.Pin(pin_id(pins["ref_clk"], port))
+        kw["ref_clk_mode"] = machine_mod.Pin.OUT if net.get("ref_clk_mode") == "out" else machine_mod.Pin.IN
+    return network_mod.LAN(**kw)
+
+
+def _wiznet(network_mod, machine_mod, defn):
+    net = defn["network"]
+    port = defn["micropython"]["port"]
+    spi = make_spi(machine_mod, defn, net["spi"])
+    cs = machine_mod.Pin(pin_id(net["pins"]["cs"], port), machine_mod.Pin.OUT)
+    rst = machine_mod.Pin(pin_id(net["pins"]["rst"], port), machine_mod.Pin.OUT)
+    return network_mod.WIZNET5K(spi, cs, rst)
+
+
+def bring_up(defn, net=None, network_mod=None, machine_mod=None, sleep_ms=None, timeout_ms=15000, log=print):
+    """Start the wired interface described by `defn`; returns the NIC, or None on the unix port."""
+    if defn is None or defn.get("kind") != "mcu" or defn["micropython"]["port"] == "unix":
+        return None
+    if network_mod is None:
+        if is_unix():
+            return None
+        import network as network_mod  # noqa: F811 - only on real boards
+    if machine_mod is None:
+        import machine as machine_mod  # noqa: F811
+    if sleep_ms is None:
+        import time
+        sleep_ms = getattr(time, "sleep_ms", None) or (lambda ms: time.sleep(ms / 1000))
+    drv = defn["network"]["driver"]
+    if drv == "LAN":
+        nic = _lan(network_mod, machine_mod, defn)
+    elif drv == "WIZNET5K":
+        nic = _wiznet(network_mod, machine_mod, defn)
+    else:
+        raise BoardError("network.driver %r not supported" % drv)
+    nic.active(True)
+    net = net or {"dhcp": True}
+    if net.get("dhcp", False) or "ip" not in net:
+        nic.ifconfig("dhcp")
+    else:
+        nic.ifconfig((net["ip"], net.get("netmask", "255.255.255.0"), net.get("gateway", net["ip"]),
+                      net.get("dns", net.get("gateway", net["ip"]))))
+    waited = 0
+    while not nic.isconnected():
+        if waited >= timeout_ms:
+            log("board: %s link/address not up after %d ms, continuing" % (drv, timeout_ms))
+            break
+        sleep_ms(100)
+        waited += 100
+    if nic.isconnected():
+        log("board: %s up, %s" % (drv, nic.ifconfig()[0]))
+    return nic

@@ -1,0 +1,137 @@
+"""wccp.board: pin names, network bring-up with recording fakes of network/machine."""
+import json
+
+from fwtest import raises
+from wccp import board
+
+
+class FakePin:
+    OUT = 1
+    IN = 0
+
+    def __init__(self, pid, mode=None):
+        self.pid = pid
+        self.mode = mode
+        self.v = None
+
+    def value(self, v=None):
+        if v is not None:
+            self.v = v
+        return self.v
+
+
+class FakeMachine:
+    Pin = FakePin
+
+    def __init__(self):
+        self.spis = []
+
+    def SPI(self, bus, **kw):
+        self.spis.append((bus, kw))
+        return ("spi", bus)
+
+
+class FakeNic:
+    def __init__(self, calls):
+        self.calls = calls
+        self.polls = 0
+
+    def active(self, v):
+        self.calls.append(("active", v))
+
+    def ifconfig(self, arg=None):
+        self.calls.append(("ifconfig", arg))
+        return ("10.0.0.5", "255.255.255.0", "10.0.0.1", "10.0.0.1")
+
+    def isconnected(self):
+        self.polls += 1
+        return self.polls > 3
+
+
+class FakeNetwork:
+    PHY_LAN8720 = 7
+
+    def __init__(self):
+        self.calls = []
+
+    def LAN(self, **kw):
+        self.calls.append(("LAN", kw))
+        return FakeNic(self.calls)
+
+    def WIZNET5K(self, spi, cs, rst):
+        self.calls.append(("WIZNET5K", spi, cs.pid, rst.pid))
+        return FakeNic(self.calls)
+
+
+def _board(name):
+    with open("boards/%s.json" % name) as f:
+        return json.loads(f.read())
+
+
+def test_pin_ids():
+    assert board.pin_id("GPIO23", "esp32") == 23
+    assert board.pin_id("GP17", "rp2") == 17
+    assert board.pin_id("PB3", "stm32") == "B3"
+    raises(board.BoardError, board.pin_id, "PB3", "esp32")
+    raises(board.BoardError, board.pin_id, 5, "rp2")
+
+
+def test_lan_esp32_poe():
+    net, mach = FakeNetwork(), FakeMachine()
+    slept = []
+    nic = board.bring_up(_board("olimex_esp32_poe"), None, net, mach, slept.append, log=lambda s: None)
+    assert nic is not None
+    kind, kw = net.calls[0]
+    assert kind == "LAN"
+    assert kw["mdc"].pid == 23 and kw["mdio"].pid == 18 and kw["power"].pid == 12
+    assert kw["ref_clk"].pid == 17 and kw["ref_clk_mode"] == FakePin.OUT
+    assert kw["phy_type"] == 7 and kw["phy_addr"] == 0
+    assert net.calls[1] == ("active", True)
+    assert net.calls[2] == ("ifconfig", "dhcp")
+    assert slept == [100, 100, 100]
+
+
+def test_wiznet_static():
+    net, mach = FakeNetwork(), FakeMachine()
+    board.bring_up(_board("w5500_evb_pico"), {"ip": "10.1.2.3", "netmask": "255.255.0.0", "gateway": "10.1.0.1"},
+                   net, mach, lambda ms: None, log=lambda s: None)
+    assert mach.spis[0][0] == 0
+    assert mach.spis[0][1]["sck"].pid == 18 and mach.spis[0][1]["miso"].pid == 16
+    assert net.calls[0] == ("WIZNET5K", ("spi", 0), 17, 20)
+    assert net.calls[2] == ("ifconfig", ("10.1.2.3", "255.255.0.0", "10.1.0.1", "10.1.0.1"))
+
+
+def test_stm32_lan_and_fpga_pins():
+    net, mach = FakeNetwork(), FakeMachine()
+    d = _board("nucleo_f429zi")
+    board.bring_up(d, None, net, mach, lambda ms: None, log=lambda s: None)
+    assert net.calls[0] == ("LAN", {})
+    pins = board.fpga_pins(mach, d)
+    assert pins["cs"].pid == "A4" and pins["cs"].v == 1 and pins["cs"].mode == FakePin.OUT
+    assert pins["programn"].v == 1
+    assert pins["done"].mode == FakePin.IN
+    board.fpga_spi(mach, d)
+    assert mach.spis[-1] == (1, {"baudrate": 10500000, "polarity": 0, "phase": 0})
+
+
+def test_link_timeout_does_not_hang():
+    class DeadNic(FakeNic):
+        def isconnected(self):
+            return False
+
+    class Net(FakeNetwork):
+        def LAN(self, **kw):
+            return DeadNic(self.calls)
+
+    slept = []
+    logs = []
+    nic = board.bring_up(_board("olimex_esp32_poe"), None, Net(), FakeMachine(), slept.append,
+                         timeout_ms=500, log=logs.append)
+    assert nic is not None and len(slept) == 5 and "not up" in logs[0]
+
+
+def test_unix_and_missing():
+    assert board.bring_up(None) is None
+    assert board.bring_up({"kind": "mcu", "micropython": {"port": "unix"}}) is None
+    assert board.load("/nonexistent/board.json") is None
+    assert board.load("boards/olimex_esp32_poe.json")["name"] == "olimex_esp32_poe"
