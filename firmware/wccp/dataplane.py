@@ -20,12 +20,15 @@ Model of the tables (mirrors the FPGA's):
     ``ports`` (list of 8 ints, 0 = unused);
   - the cache table: list of at most ``MAX_CACHES`` dicts, list position = cache index:
     ``address`` (int), ``forward`` (FWD_GRE | FWD_L2), ``ret`` (RET_GRE | RET_L2),
-    ``mac`` (6 bytes or None: not yet known/learnt);
+    optionally ``mac`` (6 bytes) together with ``port`` (int): the cache's location; without
+    them the location is learnt from the cache's own frames. Locations are live state (not
+    shadowed): see ``set_cache_location``;
   - the assignment: either ``set_hash`` (256 bucket bytes: cache index in the low 7 bits,
     0x80 = use the alternate hash, 0xFF = unassigned) or ``set_mask`` (ordered mask/value
     sets, see below). A slot with neither forwards everything normally.
 * mask/value sets: list of dicts ``{"masks": (src_addr, dst_addr, src_port, dst_port),
-  "values": [(src_addr, dst_addr, src_port, dst_port, cache_index), ...]}``.
+  "values": [(src_addr, dst_addr, src_port, dst_port, cache_index), ...]}``; at most
+  ``MAX_MASK_SETS`` sets, ``MAX_MASK_VALUES`` values and ``MAX_MASK_BITS`` mask bits per set.
 
 Every write goes to a shadow copy; ``commit()`` makes all writes since the last commit
 live at once, between two frames. ``heartbeat()`` re-arms the fail-open watchdog.
@@ -51,6 +54,7 @@ RET_L2 = const(2)
 NUM_PORTS = const(2)            # default number of Ethernet ports; port p pairs with p ^ 1
 MAX_MASK_SETS = const(4)        # mask/value sets per group
 MAX_MASK_VALUES = const(128)    # value elements per set
+MAX_MASK_BITS = const(7)        # mask bits per set (the FPGA compiles a set into a 2**7 table)
 MIN_FRAME = const(64)           # incl. FCS
 MAX_FRAME = const(1522)         # incl. FCS, with or without an 802.1Q tag
 MIN_MTU = const(68)
@@ -142,6 +146,8 @@ def check_caches(caches, num_ports=NUM_PORTS):
         port = c.get("port")
         if port is not None:
             _check_int("cache port", port, 0, num_ports - 1)
+        if (mac is None) != (port is None):
+            raise ValueError("cache mac and port go together (both or neither)")
         out.append({"address": addr, "forward": fwd, "ret": ret, "mac": mac, "port": port})
     return out
 
@@ -156,6 +162,14 @@ def check_buckets(buckets):
     if len(b) != NUM_BUCKETS:
         raise ValueError("need exactly %d buckets, got %d" % (NUM_BUCKETS, len(b)))
     return b
+
+
+def _popcount(x):
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
 
 
 def check_mask(sets):
@@ -174,6 +188,8 @@ def check_mask(sets):
         _check_int("dst_addr mask", m[1], 0, 0xFFFFFFFF)
         _check_int("src_port mask", m[2], 0, 0xFFFF)
         _check_int("dst_port mask", m[3], 0, 0xFFFF)
+        if _popcount(m[0]) + _popcount(m[1]) + _popcount(m[2]) + _popcount(m[3]) > MAX_MASK_BITS:
+            raise ValueError("a mask set may have at most %d mask bits" % MAX_MASK_BITS)
         vals = list(s.get("values", ()))
         if len(vals) > MAX_MASK_VALUES:
             raise ValueError("at most %d values per mask set" % MAX_MASK_VALUES)
@@ -224,7 +240,7 @@ class DataPlane:
         raise NotImplementedError
 
     def set_cache_location(self, slot, index, mac, port):
-        """Set cache index's MAC and port explicitly (shadow), as if learnt."""
+        """Set cache index's MAC and port immediately (live), as if learnt; mac None = unknown."""
         raise NotImplementedError
 
     def cache_location(self, slot, index):
@@ -235,7 +251,10 @@ class DataPlane:
         raise NotImplementedError
 
     def arm(self, timeout_ms=None):
-        """Enable redirection under the fail-open watchdog; live from the next heartbeat()."""
+        """Allow redirection under the fail-open watchdog (timeout_ms 0 = never expires).
+
+        Redirection is active while armed and the last heartbeat() is younger than the
+        timeout."""
         raise NotImplementedError
 
     def disarm(self):

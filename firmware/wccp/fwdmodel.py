@@ -12,9 +12,11 @@ implements the same:
  D1 Rx check precedence: runt (< 64) first, then bad FCS, then oversize (> 1522). A frame
     that is both oversize and has a bad FCS counts ``rx_bad_fcs``. Rx drop counters are per
     port (lists), like rx/tx frames and bytes.
- D2 Per-port rx frames/bytes count every received frame, dropped ones included; bytes are
-    frame lengths incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache
-    byte counters count the RECEIVED frame length incl. FCS.
+ D2 Per-port rx frames/bytes count frames that passed the rx checks (as docs/regmap.md),
+    bytes incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache byte
+    counters count the RECEIVED frame length incl. FCS. ``learnt`` (per rx port) counts
+    frames whose source IP matched at least one cache entry (D6). ``rx_overflow`` exists
+    for parity with the FPGA (egress FIFO overflow) and is always 0 in the model.
  D3 Decision order: rx checks; parse; learning; GRE return; watchdog (fail-open); IPv4
     validity; slots; exclusions; assignment; cache resolution; method. While redirection
     is disabled no classification counter moves (not even ``not_redirectable``).
@@ -25,13 +27,13 @@ implements the same:
     packet port of 0 never matches (0 marks unused list entries).
  D6 Learning: every valid-for-redirect IPv4 frame (GRE return frames included, before
     decapsulation), also while redirection is disabled, sets MAC := src MAC and port := rx
-    port of every cache entry, in any slot, whose address equals the source IP. Learning
-    updates the live entry and also the shadow entry at the same (slot, index) if that
-    holds the same address, so a commit does not forget learnt locations.
- D7 ``set_caches``: an entry without ``mac``/``port`` keeps the shadow's current location
-    when the shadow had the same address at the same index; otherwise it starts unknown.
-    An entry with ``mac`` and no ``port`` has a known MAC but unknown port (unresolved
-    until learnt or set). ``set_cache_location`` writes the shadow (needs commit()).
+    port of every LIVE cache entry, in any slot, whose address equals the source IP.
+ D7 Cache locations (MAC + port, known or not) are live state per (slot, index), outside
+    the shadow/live banks (as the FPGA's CACHE_MAC registers): ``set_cache_location`` acts
+    immediately. ``set_caches`` sets the location of entries that carry mac+port at once;
+    an entry without them keeps the current location when the shadow already had the
+    same address at that index, otherwise its location is cleared at once (unknown until
+    learnt). The L2-return MAC exclusion uses the location's MAC (only when known).
  D8 GRE return whose GRE header matches (0x0000, 0x883E) but whose inner packet is not
     contained (no payload byte, inner header cut, inner total length < 20 or beyond the
     outer IP packet) is DROPPED and counted ``gre_return_bad`` (extra counter). A GRE
@@ -39,21 +41,21 @@ implements the same:
     version is not checked when a redirect header is present.
  D9 Hash: bucket hits count the PRIMARY bucket of every hash lookup (also when that entry
     is unassigned or refers to the alternate). A slot without assignment counts
-    ``unassigned``. Mask values use cache_index 0..127; the redirect header carries
+    ``unassigned``. Mask values use cache_index 0..127; a mask set has at most 7 mask bits
+    (the FPGA compiles a set into a 128-entry table); the redirect header carries
     buckets 0 and flags only the D bit for mask assignment.
  D10 Standard service 0 (web-cache) is matched as TCP dst port 80, dst-IP hash
     (``dataplane.effective_service``); other standard services are used as given.
- D11 Watchdog: redirect enabled iff armed and the last heartbeat is less than timeout_ms
-    old. ``arm()`` forgets earlier heartbeats, so redirection starts at the first heartbeat
-    after arm. A heartbeat after expiry re-enables (the firmware's heartbeat is the re-arm).
-    Watchdog registers are immediate (not shadowed); all tables, router_id/mac/mtu and next
-    hops go through the shadow and commit().
+ D11 Watchdog: redirect enabled iff armed (CONTROL.REDIRECT_EN) and a heartbeat was given
+    less than timeout_ms ago (timeout 0: never expires once a heartbeat was given). A
+    heartbeat after expiry re-enables. Watchdog state is immediate (not shadowed); all
+    tables, router_id/mac/mtu and next hops go through the shadow and commit().
  D12 mtu must be 68..1500, so a GRE frame never exceeds 1522 bytes (1518 untagged).
  D13 Frames are emitted on the paired port p ^ 1 for normal forwarding and decap; NUM_PORTS
     must be even.
 
 Counters (``counters()`` dict): per port lists ``rx_frames rx_bytes tx_frames tx_bytes
-rx_runt rx_bad_fcs rx_oversize``; totals ``not_redirectable gre_return gre_return_bad
+rx_runt rx_bad_fcs rx_oversize rx_overflow learnt``; totals ``not_redirectable gre_return gre_return_bad
 from_cache unassigned cache_unknown redirect_l2 redirect_gre gre_too_big``; per slot lists
 ``slot_frames slot_bytes``; per slot x cache ``cache_frames cache_bytes`` (8 lists of 32);
 per slot x bucket ``bucket_hits`` (8 lists of 256).
@@ -92,12 +94,10 @@ MIN_PAYLOAD = const(60)         # Ethernet frame without FCS is padded to this
 RH_DYNAMIC = const(0x01)
 RH_ALT_USED = const(0x02)
 
-# Cache entry list layout (mutable so learning can update it in place).
+# Cache entry tuple layout.
 C_ADDR = const(0)
 C_FWD = const(1)
 C_RET = const(2)
-C_MAC = const(3)
-C_PORT = const(4)
 
 ZERO_MAC = b"\x00" * 6
 
@@ -202,7 +202,7 @@ class _Slot:
     def __init__(self):
         self.enabled = False
         self.service = None     # effective service dict
-        self.caches = []        # list of [address, forward, ret, mac, port]
+        self.caches = []        # list of (address, forward, ret)
         self.hash = None        # 256 bytes or None
         self.mask = None        # [((ms, md, mps, mpd), [(s, d, sp, dp, idx), ...]), ...] or None
 
@@ -210,7 +210,7 @@ class _Slot:
         s = _Slot()
         s.enabled = self.enabled
         s.service = self.service
-        s.caches = [list(c) for c in self.caches]
+        s.caches = self.caches
         s.hash = self.hash
         s.mask = self.mask
         return s
@@ -284,6 +284,8 @@ class ForwardingModel(DataPlane):
         self._armed = False
         self._timeout = DEFAULT_WATCHDOG_MS
         self._last_hb = None
+        # live cache locations: (mac, port) or None, per slot and cache index
+        self._loc = [[None] * MAX_CACHES for _ in range(MAX_GROUPS)]
         self.clear_counters()
 
     # -- table writes (shadow) --
@@ -305,18 +307,15 @@ class ForwardingModel(DataPlane):
 
     def set_caches(self, slot, caches):
         sl = self._shadow.slots[check_slot(slot)]
+        loc = self._loc[slot]
+        old = sl.caches
         new = []
         for i, c in enumerate(check_caches(caches, self.num_ports)):
-            mac = None
-            port = None
-            if i < len(sl.caches) and sl.caches[i][C_ADDR] == c["address"]:
-                mac = sl.caches[i][C_MAC]
-                port = sl.caches[i][C_PORT]
             if c["mac"] is not None:
-                mac = c["mac"]
-            if c["port"] is not None:
-                port = c["port"]
-            new.append([c["address"], c["forward"], c["ret"], mac, port])
+                loc[i] = (c["mac"], c["port"])
+            elif i >= len(old) or old[i][C_ADDR] != c["address"]:
+                loc[i] = None
+            new.append((c["address"], c["forward"], c["ret"]))
         sl.caches = new
 
     def set_hash(self, slot, buckets):
@@ -342,14 +341,15 @@ class ForwardingModel(DataPlane):
         self._shadow.next_hop[port] = check_mac(mac)
 
     def set_cache_location(self, slot, index, mac, port):
-        sl = self._shadow.slots[check_slot(slot)]
-        if not isinstance(index, int) or index < 0 or index >= len(sl.caches):
-            raise ValueError("no cache %r in slot %d" % (index, slot))
-        if port is not None:
-            self._check_port(port)
-        c = sl.caches[index]
-        c[C_MAC] = check_mac(mac)
-        c[C_PORT] = port
+        check_slot(slot)
+        if not isinstance(index, int) or index < 0 or index >= MAX_CACHES:
+            raise ValueError("cache index must be 0..%d" % (MAX_CACHES - 1))
+        mac = check_mac(mac)
+        if mac is None:
+            self._loc[slot][index] = None
+            return
+        self._check_port(port)
+        self._loc[slot][index] = (mac, port)
 
     def commit(self):
         self._live = self._shadow.copy()
@@ -357,13 +357,10 @@ class ForwardingModel(DataPlane):
     # -- reads --
 
     def cache_location(self, slot, index):
-        sl = self._live.slots[check_slot(slot)]
-        if not isinstance(index, int) or index < 0 or index >= len(sl.caches):
+        check_slot(slot)
+        if not isinstance(index, int) or index < 0 or index >= MAX_CACHES:
             return None
-        c = sl.caches[index]
-        if c[C_MAC] is None or c[C_PORT] is None:
-            return None
-        return (c[C_MAC], c[C_PORT])
+        return self._loc[slot][index]
 
     # -- watchdog --
 
@@ -376,11 +373,10 @@ class ForwardingModel(DataPlane):
 
     def arm(self, timeout_ms=None):
         if timeout_ms is not None:
-            if not isinstance(timeout_ms, int) or timeout_ms <= 0:
-                raise ValueError("timeout_ms must be a positive int")
+            if not isinstance(timeout_ms, int) or timeout_ms < 0:
+                raise ValueError("timeout_ms must be an int >= 0")
             self._timeout = timeout_ms
         self._armed = True
-        self._last_hb = None
 
     def disarm(self):
         self._armed = False
@@ -396,6 +392,8 @@ class ForwardingModel(DataPlane):
     def redirect_enabled(self, now=None):
         if not self._armed or self._last_hb is None:
             return False
+        if self._timeout == 0:
+            return True
         return _tdiff(self._time(now), self._last_hb) < self._timeout
 
     # -- counters --
@@ -404,7 +402,7 @@ class ForwardingModel(DataPlane):
         np_ = self.num_ports
         c = {}
         for k in ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_runt", "rx_bad_fcs",
-                  "rx_oversize"):
+                  "rx_oversize", "rx_overflow", "learnt"):
             c[k] = [0] * np_
         for k in ("not_redirectable", "gre_return", "gre_return_bad", "from_cache", "unassigned",
                   "cache_unknown", "redirect_l2", "redirect_gre", "gre_too_big"):
@@ -441,21 +439,16 @@ class ForwardingModel(DataPlane):
 
     def _learn(self, port, frame, src):
         live = self._live.slots
-        shadow = self._shadow.slots
-        mac = None
+        loc = None
         for s in range(MAX_GROUPS):
             caches = live[s].caches
             for i in range(len(caches)):
-                c = caches[i]
-                if c[C_ADDR] == src:
-                    if mac is None:
-                        mac = bytes(frame[6:12])
-                    c[C_MAC] = mac
-                    c[C_PORT] = port
-                    sc = shadow[s].caches
-                    if i < len(sc) and sc[i][C_ADDR] == src:
-                        sc[i][C_MAC] = mac
-                        sc[i][C_PORT] = port
+                if caches[i][C_ADDR] == src:
+                    if loc is None:
+                        loc = (bytes(frame[6:12]), port)
+                    self._loc[s][i] = loc
+        if loc is not None:
+            self._c["learnt"][port] += 1
 
     def _decide(self, port, frame, now, learn):
         n = len(frame)
@@ -543,14 +536,16 @@ class ForwardingModel(DataPlane):
         d.ip_len = tl
         caches = sl.caches
         # never redirect what comes from one of the group's caches
+        locs = self._loc[slot]
         smac = None
-        for c in caches:
+        for i in range(len(caches)):
+            c = caches[i]
             if c[C_ADDR] == src:
                 return d
-            if c[C_RET] == RET_L2 and c[C_MAC] is not None:
+            if c[C_RET] == RET_L2 and locs[i] is not None:
                 if smac is None:
                     smac = bytes(frame[6:12])
-                if c[C_MAC] == smac:
+                if locs[i][0] == smac:
                     return d
         d.reason = "unassigned"
         idx = None
@@ -584,18 +579,19 @@ class ForwardingModel(DataPlane):
             return d
         d.cache = idx
         c = caches[idx]
-        if c[C_MAC] is None or c[C_PORT] is None:
+        lc = locs[idx]
+        if lc is None:
             d.reason = "cache_unknown"
             return d
         if c[C_FWD] == FWD_L2:
             d.action = d.reason = "redirect_l2"
-            d.out_port = c[C_PORT]
+            d.out_port = lc[1]
             return d
         if tl + GRE_OVERHEAD > t.mtu:
             d.reason = "gre_too_big"
             return d
         d.action = d.reason = "redirect_gre"
-        d.out_port = c[C_PORT]
+        d.out_port = lc[1]
         return d
 
     def process(self, port, frame, now=None):
@@ -603,16 +599,16 @@ class ForwardingModel(DataPlane):
         self._check_port(port)
         c = self._c
         n = len(frame)
-        c["rx_frames"][port] += 1
-        c["rx_bytes"][port] += n
         d = self._decide(port, frame, now, True)
         reason = d.reason
         act = d.action
+        if act == "drop" and reason != "gre_return_bad":
+            c[reason][port] += 1            # rx_runt, rx_bad_fcs, rx_oversize
+            return []
+        c["rx_frames"][port] += 1
+        c["rx_bytes"][port] += n
         if act == "drop":
-            if reason == "gre_return_bad":
-                c[reason] += 1
-            else:
-                c[reason][port] += 1
+            c[reason] += 1
             return []
         if reason in c:
             c[reason] += 1
@@ -643,7 +639,7 @@ class ForwardingModel(DataPlane):
     def _build_l2(self, frame, d):
         t = self._live
         buf = bytearray(frame[:len(frame) - 4])
-        buf[0:6] = t.slots[d.slot].caches[d.cache][C_MAC]
+        buf[0:6] = self._loc[d.slot][d.cache][0]
         buf[6:12] = t.mac
         return bytes(buf) + fcs(buf)
 
@@ -655,7 +651,7 @@ class ForwardingModel(DataPlane):
         tl = d.ip_len
         total = l3 + GRE_OVERHEAD + tl     # l3 covers MACs, tag and ethertype
         buf = bytearray(max(total, MIN_PAYLOAD))
-        buf[0:6] = c[C_MAC]
+        buf[0:6] = self._loc[d.slot][d.cache][0]
         buf[6:12] = t.mac
         buf[12:l3] = frame[12:l3]     # the VLAN tag as received (if any) and ...
         buf[l3 - 2] = 0x08            # ... ethertype IPv4

@@ -193,7 +193,7 @@ def test_runt_dropped_and_counted():
     assert m.process(1, b"\x01\x02\x03") == []
     c = m.counters()
     assert c["rx_runt"] == [1, 2]
-    assert c["tx_frames"] == [0, 0] and c["rx_frames"] == [1, 2]
+    assert c["tx_frames"] == [0, 0] and c["rx_frames"] == [0, 0]       # rx counts good frames
     f64 = eth(http())
     assert len(f64) >= 64
     assert m.decide(0, f64).action != "drop"
@@ -482,8 +482,8 @@ def test_mask_first_match_wins_across_sets_and_values():
     caches = [cache(CACHE_IP, mac=CACHE_MAC, port=1), cache(CACHE2_IP, mac=CACHE2_MAC, port=1),
               cache(ip("10.0.0.52"), mac=CACHE_MAC, port=0)]
     sets = [
-        {"masks": (0, 0x000000FF, 0, 0), "values": [(0, 0x01, 0, 0, 2), (0, 0x07, 0, 0, 1), (0, 0x07, 0, 0, 0)]},
-        {"masks": (0, 0, 0, 0xFFFF), "values": [(0, 0, 0, 80, 0)]},
+        {"masks": (0, 0x0000007F, 0, 0), "values": [(0, 0x01, 0, 0, 2), (0, 0x07, 0, 0, 1), (0, 0x07, 0, 0, 0)]},
+        {"masks": (0, 0, 0, 0x0050), "values": [(0, 0, 0, 0x10, 1), (0, 0, 0, 0x50, 0)]},
     ]
     m = model(caches=caches, mask=sets)
     pkt = http()                      # dst .7 -> set 0, second value
@@ -501,20 +501,22 @@ def test_mask_first_match_wins_across_sets_and_values():
 
 
 def test_mask_src_ip_and_ports_and_non_tcp_zero_ports():
-    sets = [{"masks": (0x1741, 0, 0xFFFF, 0), "values": [(0x0101, 0, 0, 0, 0), (0x0101, 0, 1234, 0, 0)]}]
-    m = model(service=svc(proto=0, flags=SF_SRC_IP_HASH), mask=sets)
-    # 0xC0A80101 & 0x1741 = 0x0101 ; sport must be 0 (first value) or 1234
+    # Squid's default 6-bit source mask plus the low bit of the source port (7 bits)
+    sets = [{"masks": (0x1741, 0, 0x0001, 0), "values": [(0x0101, 0, 1, 0, 1), (0x0101, 0, 0, 0, 0)]}]
+    caches = [cache(CACHE_IP, mac=CACHE_MAC, port=1), cache(CACHE2_IP, mac=CACHE2_MAC, port=1)]
+    m = model(caches=caches, service=svc(proto=0, flags=SF_SRC_IP_HASH), mask=sets)
     src = ip("192.168.1.1")
     assert src & 0x1741 == 0x0101
-    assert m.decide(0, eth(http(src=src, sport=1234))).action == "redirect_gre"
-    assert m.decide(0, eth(http(src=src, sport=1235))).reason == "unassigned"
+    assert m.decide(0, eth(http(src=src, sport=1235))).cache == 1
+    assert m.decide(0, eth(http(src=src, sport=1234))).cache == 0
+    assert m.decide(0, eth(http(src=ip("192.168.1.2"), sport=1235))).reason == "unassigned"
     icmp = ipv4(src, SERVER_IP, 1, b"\x08\x00" + b"\x00" * 14)
-    assert m.decide(0, eth(icmp)).action == "redirect_gre"                  # ports 0,0
+    assert m.decide(0, eth(icmp)).cache == 0                                  # ports 0,0
     # zero-bit mask with one value: everything to that cache (ATS style)
     m = model(mask=[{"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 0)]}])
     assert m.decide(0, eth(http(dst=ip("8.8.8.8")))).action == "redirect_gre"
     # value with bits outside its mask never matches
-    m = model(mask=[{"masks": (0, 0xFF, 0, 0), "values": [(0, 0x107, 0, 0, 0)]}])
+    m = model(mask=[{"masks": (0, 0x7F, 0, 0), "values": [(0, 0x87, 0, 0, 0)]}])
     assert m.decide(0, eth(http())).reason == "unassigned"
 
 
@@ -546,10 +548,10 @@ def test_unknown_cache_location_forwards_normally():
     f = eth(http())
     assert m.process(0, f) == [(1, f)]
     assert m.counters()["cache_unknown"] == 1
-    # MAC known but port not: still unresolved
-    m = model(caches=[cache(mac=CACHE_MAC)])
-    assert m.decide(0, f).reason == "cache_unknown"
     assert m.cache_location(0, 0) is None
+    # a location is MAC and port together
+    raises(ValueError, m.set_caches, 0, [cache(mac=CACHE_MAC)])
+    raises(ValueError, m.set_caches, 0, [cache(port=1)])
 
 
 def test_learning_from_cache_traffic_and_commit_keeps_it():
@@ -569,16 +571,24 @@ def test_learning_from_cache_traffic_and_commit_keeps_it():
     m.disarm()
     m.process(0, hello)
     assert m.cache_location(0, 0) == (CACHE_MAC, 0)
+    m.arm(1000)
     # a commit (shadow rewritten with the same caches, no MAC) keeps learnt locations
     m.set_caches(0, [cache(), cache(CACHE2_IP)])
     m.commit()
     assert m.cache_location(0, 0) == (CACHE_MAC, 0)
-    # a different cache at that index starts unknown
+    # a different cache at that index starts unknown (cleared at once: the old cache's
+    # traffic goes normally until commit rather than to a wrong MAC after it)
     m.set_caches(0, [cache(CACHE2_IP), cache(CACHE_IP)])
-    m.commit()
     assert m.cache_location(0, 0) is None and m.cache_location(0, 1) is None
+    assert m.decide(0, f).reason == "cache_unknown"
+    m.commit()
+    # learning follows the live table: CACHE_IP is index 1 now
+    m.process(1, hello)
+    assert m.cache_location(0, 1) == (CACHE_MAC, 1) and m.cache_location(0, 0) is None
+    assert m.counters()["learnt"] == [1, 2]
     # not-valid IPv4 (fragment) does not teach
     frag = eth(ipv4(CACHE_IP, SERVER_IP, 17, udp(1, 2), flags_frag=0x2000), src=CACHE_MAC)
+    m.set_cache_location(0, 1, None, None)
     m.process(1, frag)
     assert m.cache_location(0, 1) is None
 
@@ -596,17 +606,27 @@ def test_learning_applies_to_every_slot_with_that_cache():
     assert m.decide(0, eth(http(dport=443))).action == "redirect_gre"
 
 
-def test_set_cache_location_explicit_needs_commit():
+def test_set_cache_location_is_immediate():
     m = model(caches=[cache()])
-    m.set_cache_location(0, 0, CACHE2_MAC, 0)
-    assert m.cache_location(0, 0) is None
-    m.commit()
+    m.set_cache_location(0, 0, CACHE2_MAC, 0)             # live state: no commit needed
     assert m.cache_location(0, 0) == (CACHE2_MAC, 0)
     out = one(m.process(1, eth(http())))
     assert out[0] == 0 and out[1][0:6] == CACHE2_MAC
-    raises(ValueError, m.set_cache_location, 0, 1, CACHE_MAC, 0)
+    m.set_cache_location(0, 0, None, None)
+    assert m.cache_location(0, 0) is None
+    assert m.decide(1, eth(http())).reason == "cache_unknown"
+    m.set_cache_location(0, 31, CACHE_MAC, 1)
+    raises(ValueError, m.set_cache_location, 0, 32, CACHE_MAC, 0)
     raises(ValueError, m.set_cache_location, 0, 0, CACHE_MAC, 2)
+    raises(ValueError, m.set_cache_location, 0, 0, CACHE_MAC, None)
     raises(ValueError, m.set_cache_location, 0, 0, b"\x01", 0)
+    raises(ValueError, m.set_cache_location, 8, 0, CACHE_MAC, 0)
+    # set_caches with mac+port sets the location at once; a new address clears it at once
+    m.set_caches(0, [cache(), cache(CACHE2_IP, mac=CACHE2_MAC, port=1)])
+    assert m.cache_location(0, 1) == (CACHE2_MAC, 1)
+    m.set_cache_location(0, 0, CACHE_MAC, 1)
+    m.set_caches(0, [cache(CACHE2_IP), cache(CACHE2_IP)])
+    assert m.cache_location(0, 0) is None and m.cache_location(0, 1) == (CACHE2_MAC, 1)
 
 
 # --- redirect methods -------------------------------------------------------------------
@@ -741,7 +761,10 @@ def test_watchdog_arm_heartbeat_expiry_rearm():
     m.heartbeat()
     assert m.decide(0, f).reason == "disabled"          # heartbeat alone does not enable
     m.arm(500)
-    assert m.decide(0, f).reason == "disabled"          # armed, no heartbeat since
+    assert m.decide(0, f).action == "redirect_gre"      # armed + heartbeat 0 ms ago
+    now[0] = 2000
+    assert m.decide(0, f).reason == "disabled"          # that heartbeat is too old
+    now[0] = 1000
     m.heartbeat()
     assert m.decide(0, f).action == "redirect_gre"
     now[0] = 1499
@@ -765,7 +788,9 @@ def test_watchdog_arm_heartbeat_expiry_rearm():
     assert m.decide(0, f).action == "redirect_gre"
     assert m.tick(6000) is False
     assert m.process(0, f) == [(1, f)]
-    raises(ValueError, m.arm, 0)
+    m.arm(0)                                            # 0: never expires
+    assert m.redirect_enabled(now=10 ** 8)
+    raises(ValueError, m.arm, -1)
 
 
 def test_default_clock_works():
@@ -783,7 +808,7 @@ def test_commit_is_atomic_shadow_invisible():
     exp = m.process(0, f)
     # rewrite everything in the shadow: new caches, other buckets, other mtu, new group
     m.configure(ip("10.9.9.9"), CACHE2_MAC, 600)
-    m.set_caches(0, [cache(CACHE2_IP, fwd=FWD_L2, mac=CACHE2_MAC, port=0)])
+    m.set_caches(0, [cache(CACHE_IP, fwd=FWD_L2)])
     m.set_hash(0, [0xFF] * 256)
     m.set_group(1, svc(sid=99, ports=(443,)))
     m.set_caches(1, [cache(mac=CACHE_MAC, port=1)])
@@ -836,6 +861,9 @@ def test_limits_raise_value_error():
     raises(ValueError, m.set_mask, 0, [{"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 0)] * 129}])
     raises(ValueError, m.set_mask, 0, [{"masks": (0, 0, 0x10000, 0), "values": []}])
     raises(ValueError, m.set_mask, 0, [{"masks": (0, 0, 0, 0), "values": [(0, 0, 0, 0, 128)]}])
+    m.set_mask(0, [{"masks": (0x1741, 0, 0, 1), "values": []}])                # 7 mask bits
+    raises(ValueError, m.set_mask, 0, [{"masks": (0x1741, 0, 1, 1), "values": []}])
+    raises(ValueError, m.set_mask, 0, [{"masks": (0, 0xFF, 0, 0), "values": []}])
     raises(ValueError, m.set_group, 0, svc(ports=(1, 2, 3, 4, 5, 6, 7, 8, 9)))
     raises(ValueError, m.set_group, 0, svc(ports=(70000,)))
     raises(ValueError, m.configure, ROUTER_ID, APP_MAC, 1501)
@@ -880,7 +908,8 @@ def test_random_garbage_never_crashes():
         for p, o in outs:
             assert 0 <= p < 2 and len(o) >= 64 and fwdmodel.fcs_ok(o)
     c = m.counters()
-    assert sum(c["rx_frames"]) == 300
+    assert sum(c["rx_frames"]) + sum(c["rx_runt"]) + sum(c["rx_oversize"]) == 300
+    assert sum(c["rx_bad_fcs"]) == 0
 
 
 def test_counters_consistent_and_clear():
@@ -890,7 +919,7 @@ def test_counters_consistent_and_clear():
     m.process(0, eth(http(dport=1)))
     m.process(1, f[:-1] + b"\x00")
     c = m.counters()
-    assert c["rx_frames"] == [2, 1] and c["rx_bytes"][0] == len(f) * 2
+    assert c["rx_frames"] == [2, 0] and c["rx_bytes"][0] == len(f) * 2 and c["rx_bad_fcs"] == [0, 1]
     assert c["tx_frames"] == [0, 2]
     assert c["slot_frames"][0] == 1 and c["slot_bytes"][0] == len(f)
     assert c["cache_frames"][0][0] == 1 and c["cache_bytes"][0][0] == len(f)
