@@ -1,0 +1,173 @@
+"""`wccp decode FILE.pcap [--json]` - print the WCCPv2 messages in a capture.
+
+Reads classic pcap (Ethernet, Linux cooked v1/v2, raw IPv4, BSD null link types),
+picks IPv4/UDP datagrams to or from port 2048 (--port), decodes each with the
+firmware codec and prints it. --json prints one JSON object per message per line,
+field names as in the codec data model (docs/protocol.md), addresses dotted, bytes hex.
+Non-WCCP packets are skipped; a malformed WCCP packet is reported with the reason and
+decoding continues. Exit status: 0 when the capture was read completely, 1 when the
+file is unreadable / not pcap / truncated (after printing what was decoded), 2 on usage.
+"""
+import json
+import sys
+
+from wccptool import pcap
+
+try:
+    from wccp import codec
+except ImportError:  # running from a source tree without the package installed
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "firmware"))
+    from wccp import codec
+
+# keys whose int values are IPv4 addresses (masks included: shown dotted like Cisco/FortiOS do)
+_ADDR_KEYS = {"address", "router_id", "sent_to", "target", "cache_address", "src_addr", "dst_addr"}
+_ADDR_LIST_KEYS = {"received_from", "routers", "web_caches"}
+
+
+def to_jsonable(obj, key=None, in_masks=False):
+    """Decoded message -> JSON-friendly structure (dotted addresses, hex bytes)."""
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if k == "data" and isinstance(v, int) and key == "command_extension":
+                out[k] = codec.int2ip(v)
+            else:
+                out[k] = to_jsonable(v, k if k != "data" else key, k == "masks")
+        return out
+    if isinstance(obj, list):
+        if key in _ADDR_LIST_KEYS and all(isinstance(x, int) for x in obj):
+            return [codec.int2ip(x) for x in obj]
+        return [to_jsonable(x, key) for x in obj]
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return bytes(obj).hex()
+    if isinstance(obj, int) and key in _ADDR_KEYS and not isinstance(obj, bool):
+        return codec.int2ip(obj)
+    return obj
+
+
+def _fmt_buckets(b):
+    vals = []
+    for x in b:
+        if x == 0xFF:
+            vals.append("--")
+        elif x & 0x80:
+            vals.append("%da" % (x & 0x7F))
+        else:
+            vals.append(str(x))
+    rows = []
+    for i in range(0, 256, 32):
+        rows.append("%3d: %s" % (i, " ".join("%3s" % v for v in vals[i:i + 32])))
+    return rows
+
+
+def _scalar(k, v):
+    if k in ("flags", "service_flags") and isinstance(v, int):
+        return "0x%04x" % v
+    return v
+
+
+def _inline(d):
+    return "{%s}" % ", ".join("%s: %s" % (a, _scalar(a, b)) for a, b in d.items())
+
+
+def _pretty(obj, indent, lines):
+    pad = "  " * indent
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == "buckets" and isinstance(v, str) and len(v) == 512:
+                lines.append("%sbuckets: (index, a = alternate hash, -- = unassigned)" % pad)
+                for r in _fmt_buckets(bytes.fromhex(v)):
+                    lines.append(pad + "  " + r)
+            elif isinstance(v, (dict, list)) and v and not all(not isinstance(x, (dict, list)) for x in
+                                                               (v.values() if isinstance(v, dict) else v)):
+                lines.append("%s%s:" % (pad, k))
+                _pretty(v, indent + 1, lines)
+            elif isinstance(v, dict):
+                lines.append("%s%s: %s" % (pad, k, _inline(v)))
+            elif isinstance(v, list):
+                lines.append("%s%s: [%s]" % (pad, k, ", ".join(str(x) for x in v)))
+            else:
+                lines.append("%s%s: %s" % (pad, k, _scalar(k, v)))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            if isinstance(v, dict) and not any(isinstance(x, (dict, list)) for x in v.values()):
+                lines.append("%s- %s" % (pad, _inline(v)))
+            elif isinstance(v, (dict, list)):
+                lines.append("%s- [%d]" % (pad, i))
+                _pretty(v, indent + 1, lines)
+            else:
+                lines.append("%s- %s" % (pad, v))
+
+
+def format_text(head, msg):
+    lines = [head]
+    _pretty(msg, 1, lines)
+    return "\n".join(lines)
+
+
+def run(path, as_json=False, port=2048, out=None, password=None):
+    out = out or sys.stdout
+    count = {"wccp": 0, "malformed": 0, "skipped": 0}
+    try:
+        for rec in pcap.read_pcap(path):
+            udp = pcap.extract_udp(rec.linktype, rec.data)
+            if udp is None or (udp.sport != port and udp.dport != port):
+                count["skipped"] += 1
+                continue
+            meta = {"packet": rec.index, "time": round(rec.ts, 6),
+                    "src": "%s:%d" % (udp.src, udp.sport), "dst": "%s:%d" % (udp.dst, udp.dport)}
+            try:
+                if udp.truncated:
+                    raise codec.WccpError("UDP datagram truncated in the capture (snaplen or bad length)")
+                msg = codec.decode(udp.payload)
+            except codec.WccpError as e:
+                count["malformed"] += 1
+                if as_json:
+                    meta["error"] = e.reason
+                    out.write(json.dumps(meta) + "\n")
+                else:
+                    out.write("#%d %.6f %s -> %s MALFORMED WCCP: %s\n\n"
+                              % (rec.index, rec.ts, meta["src"], meta["dst"], e.reason))
+                continue
+            count["wccp"] += 1
+            name = codec.MESSAGE_NAMES.get(msg["type"], str(msg["type"]))
+            body = to_jsonable(msg)
+            if password is not None and msg["security"]["option"] == 1:
+                meta["md5_ok"] = codec.verify_md5(udp.payload, password)
+            if as_json:
+                obj = dict(meta)
+                obj["message"] = name
+                obj.update(body)
+                out.write(json.dumps(obj) + "\n")
+            else:
+                head = "#%d %.6f %s -> %s %s (version 0x%04x, %d bytes)" % (
+                    rec.index, rec.ts, meta["src"], meta["dst"], name, msg["version"], msg["length"] + 8)
+                if "md5_ok" in meta:
+                    head += " md5 %s" % ("OK" if meta["md5_ok"] else "BAD")
+                body.pop("type", None)
+                body.pop("version", None)
+                body.pop("length", None)
+                out.write(format_text(head, body) + "\n\n")
+    except pcap.PcapError as e:
+        out.flush()
+        sys.stderr.write("wccp decode: %s\n" % e)
+        return 1
+    if not as_json:
+        out.write("%d WCCP message(s), %d malformed, %d other packet(s) skipped\n"
+                  % (count["wccp"], count["malformed"], count["skipped"]))
+    return 0
+
+
+def _main(args):
+    return run(args.file, as_json=args.json, port=args.port, password=args.password)
+
+
+def register(subparsers):
+    p = subparsers.add_parser("decode", help="print the WCCPv2 messages in a pcap capture",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("file", help="classic pcap file (not pcapng)")
+    p.add_argument("--json", action="store_true", help="one JSON object per message per line")
+    p.add_argument("--port", type=int, default=2048, help="WCCP UDP port (default 2048)")
+    p.add_argument("--password", help="check MD5 digests with this password (md5_ok in the output)")
+    p.set_defaults(func=_main)
