@@ -15,7 +15,7 @@ implements the same:
  D2 Per-port rx frames/bytes count frames that passed the rx checks (as docs/regmap.md),
     bytes incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache byte
     counters count the RECEIVED frame length incl. FCS. ``learnt`` (per rx port) counts
-    frames whose source IP matched at least one cache entry (D6). ``rx_overflow`` exists
+    learn events: one per cache entry (slot, index) updated by a frame (D6). ``rx_overflow`` exists
     for parity with the FPGA (egress FIFO overflow) and is always 0 in the model.
  D3 Decision order: rx checks; parse; learning; GRE return; watchdog (fail-open); IPv4
     validity; slots; exclusions; assignment; cache resolution; method. While redirection
@@ -27,7 +27,9 @@ implements the same:
     packet port of 0 never matches (0 marks unused list entries).
  D6 Learning: every valid-for-redirect IPv4 frame (GRE return frames included, before
     decapsulation), also while redirection is disabled, sets MAC := src MAC and port := rx
-    port of every LIVE cache entry, in any slot, whose address equals the source IP.
+    port of every LIVE cache entry, in any slot, whose address equals the source IP. Only
+    entries that exist (index < number of caches of the slot) take part in learning and in
+    the exclusions; the FPGA driver writes address 0 / method 0 into unused entries.
  D7 Cache locations (MAC + port, known or not) are live state per (slot, index), outside
     the shadow/live banks (as the FPGA's CACHE_MAC registers): ``set_cache_location`` acts
     immediately. ``set_caches`` sets the location of entries that carry mac+port at once;
@@ -447,8 +449,7 @@ class ForwardingModel(DataPlane):
                     if loc is None:
                         loc = (bytes(frame[6:12]), port)
                     self._loc[s][i] = loc
-        if loc is not None:
-            self._c["learnt"][port] += 1
+                    self._c["learnt"][port] += 1
 
     def _decide(self, port, frame, now, learn):
         n = len(frame)

@@ -602,6 +602,7 @@ def test_learning_applies_to_every_slot_with_that_cache():
     m.process(1, eth(ipv4(CACHE_IP, SERVER_IP, 6, tcp(3128, 80)), src=CACHE_MAC))
     assert m.cache_location(0, 0) == (CACHE_MAC, 1)
     assert m.cache_location(3, 1) == (CACHE_MAC, 1)
+    assert m.counters()["learnt"] == [0, 2]                # one event per entry
     assert m.decide(0, eth(http(dport=443))).slot == 3
     assert m.decide(0, eth(http(dport=443))).action == "redirect_gre"
 
