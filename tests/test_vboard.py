@@ -1,0 +1,161 @@
+"""The virtual board behaves like a board for the real mpremote and a terminal."""
+import hashlib
+import os
+import re
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+
+from wccptool.vboard import VirtualBoard
+
+MPREMOTE = os.path.join(os.path.dirname(sys.executable), "mpremote")
+
+
+def mpremote(port, *args, timeout=60):
+    p = subprocess.run([MPREMOTE, "connect", port] + list(args), capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, "mpremote %s failed: %s %s" % (args, p.stdout, p.stderr)
+    return p.stdout
+
+
+@pytest.fixture
+def board(tmp_path):
+    d = tmp_path / "fs"
+    d.mkdir()
+    vb = VirtualBoard(str(d))
+    yield vb, d     # tests put files in place, then start()
+    vb.stop()
+
+
+def wait_for(cond, timeout=10):
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "condition not reached"
+        time.sleep(0.05)
+
+
+class Term:
+    """A raw terminal on the board's pts, as a human's terminal program would be."""
+
+    def __init__(self, port):
+        import tty
+        self.fd = os.open(port, os.O_RDWR | os.O_NOCTTY)
+        tty.setraw(self.fd)
+        self.buf = b""
+
+    def write(self, b):
+        os.write(self.fd, b)
+
+    def expect(self, pattern, timeout=10):
+        end = time.monotonic() + timeout
+        while True:
+            m = re.search(pattern, self.buf, re.S)
+            if m:
+                self.buf = self.buf[m.end():]
+                return m
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError("timeout waiting for %r; got %r" % (pattern, self.buf[-500:]))
+            r, _, _ = select.select([self.fd], [], [], min(left, 0.1))
+            if r:
+                self.buf += os.read(self.fd, 4096)
+
+    def close(self):
+        os.close(self.fd)
+
+
+def test_mpremote_exec_fs_and_hash(board, tmp_path):
+    vb, d = board
+    vb.start()
+    out = mpremote(vb.port, "exec", "import sys; print(sys.implementation.name, sys.implementation._mpy & 0xff)")
+    assert out.split() == ["micropython", "6"]
+    blob = os.urandom(50000)
+    (tmp_path / "blob.bin").write_bytes(blob)
+    (tmp_path / "x.py").write_text("X = 41 + 1\n")
+    out = mpremote(vb.port, "fs", "mkdir", "lib", "+", "fs", "cp", str(tmp_path / "blob.bin"), ":blob.bin",
+                   "+", "fs", "cp", str(tmp_path / "x.py"), ":lib/x.py", "+", "fs", "ls", "/")
+    assert "blob.bin" in out and "lib/" in out
+    # the files land in the board directory and nowhere else
+    assert (d / "blob.bin").read_bytes() == blob
+    assert (d / "lib" / "x.py").exists()
+    out = mpremote(vb.port, "exec", "import hashlib, binascii, x, os; "
+                   "print(binascii.hexlify(hashlib.sha256(open('/blob.bin','rb').read()).digest()).decode(), x.X, "
+                   "sorted(os.listdir('/')))")
+    digest, x, rest = out.split(None, 2)
+    assert digest == hashlib.sha256(blob).hexdigest()
+    assert x == "42"
+    assert rest.strip() == "['blob.bin', 'lib']"
+
+
+def test_raw_paste_used(board):
+    vb, _ = board
+    vb.start()
+    # a large program goes through raw-paste flow control (window acknowledgements)
+    code = "s = 0\n" + "".join("s += %d\n" % i for i in range(3000)) + "print(s)\n"
+    out = mpremote(vb.port, "exec", code)
+    assert out.strip() == str(sum(range(3000)))
+
+
+def test_boot_and_main_run_and_reset(board):
+    vb, d = board
+    (d / "boot.py").write_text("import sys\nsys.path.append('/extra')\nBOOTED = 1\n")
+    (d / "main.py").write_text(
+        "try:\n    n = int(open('/count').read())\nexcept OSError:\n    n = 0\n"
+        "open('/count', 'w').write(str(n + 1))\nimport time\nwhile True:\n    time.sleep(0.05)\n")
+    vb.start()
+    wait_for(lambda: (d / "count").exists())        # power-on: boot.py + main.py
+    assert (d / "count").read_text() == "1"
+    mpremote(vb.port, "reset")      # machine.reset() -> boot.py + main.py again
+    wait_for(lambda: (d / "count").read_text() == "2")
+    assert vb.resets == 1
+    # mpremote interrupts the running main.py with Ctrl-C and soft-resets into the raw REPL:
+    # boot.py runs again, main.py does not.
+    out = mpremote(vb.port, "exec", "print(BOOTED, '/extra' in __import__('sys').path)")
+    assert out.split() == ["1", "True"]
+    assert (d / "count").read_text() == "2"
+
+
+def test_friendly_repl_soft_reset_and_ctrl_c(board):
+    vb, d = board
+    (d / "main.py").write_text("print('main says hi')\nimport time\nwhile True:\n    time.sleep(0.05)\n")
+    vb.start()
+    t = Term(vb.port)
+    try:
+        t.expect(rb"main says hi")
+        t.write(b"\x03")
+        t.expect(rb"KeyboardInterrupt.*>>> ")
+        t.write(b"\x04")  # Ctrl-D at the friendly prompt: soft reboot, main.py runs
+        t.expect(rb"MPY: soft reboot\r\n")
+        t.expect(rb"main says hi")
+        t.write(b"\x03")  # Ctrl-C interrupts main.py like on a board
+        t.expect(rb"KeyboardInterrupt")
+        t.expect(rb">>> ")
+        t.write(b"print(6 * 7)\r")
+        t.expect(rb"42\r\n>>> ")
+        t.write(b"import machine\rmachine.reset()\r")
+        t.expect(rb"main says hi")
+        assert vb.resets == 1
+    finally:
+        t.close()
+
+
+def test_cli_vboard_with_link(tmp_path):
+    d = tmp_path / "board"
+    link = tmp_path / "ttyVB0"
+    p = subprocess.Popen([sys.executable, "-m", "wccptool.cli", "vboard", "--dir", str(d), "--link", str(link)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        m = re.match(r"vboard: (/dev/pts/\d+) ", line)
+        assert m, line + p.stderr.read()
+        assert os.path.realpath(link) == m.group(1)
+        out = mpremote(m.group(1), "exec", "import os; print(os.getcwd())")
+        assert out.strip() == "/"
+        assert d.is_dir()
+    finally:
+        p.terminate()
+        p.wait(10)
+    assert p.returncode == 0
+    assert not os.path.lexists(link)
