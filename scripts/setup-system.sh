@@ -6,6 +6,7 @@ need=()
 command -v iverilog >/dev/null 2>&1 || need+=(iverilog)
 command -v tshark   >/dev/null 2>&1 || need+=(tshark)
 command -v faketime >/dev/null 2>&1 || need+=(faketime)
+dpkg -s libfaketime >/dev/null 2>&1 || need+=(libfaketime)   # LD_PRELOAD .so for the Squid interop tests
 command -v ip       >/dev/null 2>&1 || need+=(iproute2)
 command -v perl     >/dev/null 2>&1 || need+=(perl)
 command -v g++      >/dev/null 2>&1 || need+=(g++)
