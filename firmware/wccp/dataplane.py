@@ -20,9 +20,10 @@ Model of the tables (mirrors the FPGA's):
     ``ports`` (list of 8 ints, 0 = unused);
   - the cache table: list of at most ``MAX_CACHES`` dicts, list position = cache index:
     ``address`` (int), ``forward`` (FWD_GRE | FWD_L2), ``ret`` (RET_GRE | RET_L2),
-    optionally ``mac`` (6 bytes) together with ``port`` (int): the cache's location; without
-    them the location is learnt from the cache's own frames. Locations are live state (not
-    shadowed): see ``set_cache_location``;
+    optionally ``mac`` (6 bytes) and/or ``port`` (int): the cache's location, applied after
+    the next commit(); without them the location is learnt from the cache's own frames.
+    Locations are live state kept per (slot, index) while the address there is unchanged:
+    see ``set_cache_location``;
   - the assignment: either ``set_hash`` (256 bucket bytes: cache index in the low 7 bits,
     0x80 = use the alternate hash, 0xFF = unassigned) or ``set_mask`` (ordered mask/value
     sets, see below). A slot with neither forwards everything normally.
@@ -146,8 +147,6 @@ def check_caches(caches, num_ports=NUM_PORTS):
         port = c.get("port")
         if port is not None:
             _check_int("cache port", port, 0, num_ports - 1)
-        if (mac is None) != (port is None):
-            raise ValueError("cache mac and port go together (both or neither)")
         out.append({"address": addr, "forward": fwd, "ret": ret, "mac": mac, "port": port})
     return out
 
@@ -240,7 +239,7 @@ class DataPlane:
         raise NotImplementedError
 
     def set_cache_location(self, slot, index, mac, port):
-        """Set cache index's MAC and port immediately (live), as if learnt; mac None = unknown."""
+        """Set cache index's MAC and/or port (None = unknown), as if learnt, after the next commit()."""
         raise NotImplementedError
 
     def cache_location(self, slot, index):
@@ -253,8 +252,8 @@ class DataPlane:
     def arm(self, timeout_ms=None):
         """Allow redirection under the fail-open watchdog (timeout_ms 0 = never expires).
 
-        Redirection is active while armed and the last heartbeat() is younger than the
-        timeout."""
+        Redirection is active while armed and the last heartbeat() since arming is younger
+        than the timeout (arming from the disarmed state waits for the next heartbeat)."""
         raise NotImplementedError
 
     def disarm(self):

@@ -12,8 +12,8 @@ implements the same:
  D1 Rx check precedence: runt (< 64) first, then bad FCS, then oversize (> 1522). A frame
     that is both oversize and has a bad FCS counts ``rx_bad_fcs``. Rx drop counters are per
     port (lists), like rx/tx frames and bytes.
- D2 Per-port rx frames/bytes count frames that passed the rx checks (as docs/regmap.md),
-    bytes incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache byte
+ D2 Per-port rx frames/bytes count every received frame, dropped ones included, bytes
+    incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache byte
     counters count the RECEIVED frame length incl. FCS. ``learnt`` (per rx port) counts
     learn events: one per cache entry (slot, index) updated by a frame (D6). ``rx_overflow`` exists
     for parity with the FPGA (egress FIFO overflow) and is always 0 in the model.
@@ -30,12 +30,14 @@ implements the same:
     port of every LIVE cache entry, in any slot, whose address equals the source IP. Only
     entries that exist (index < number of caches of the slot) take part in learning and in
     the exclusions; the FPGA driver writes address 0 / method 0 into unused entries.
- D7 Cache locations (MAC + port, known or not) are live state per (slot, index), outside
-    the shadow/live banks (as the FPGA's CACHE_MAC registers): ``set_cache_location`` acts
-    immediately. ``set_caches`` sets the location of entries that carry mac+port at once;
-    an entry without them keeps the current location when the shadow already had the
-    same address at that index, otherwise its location is cleared at once (unknown until
-    learnt). The L2-return MAC exclusion uses the location's MAC (only when known).
+ D7 Cache locations are live state per (slot, index), outside the shadow/live banks (the
+    FPGA's CACHE_MAC registers): MAC and port, each known or not. Redirecting to a cache
+    needs both; the L2-return MAC exclusion needs the MAC only. ``set_caches``: when the
+    address at an index changes, that location is cleared AT ONCE (before commit: the old
+    cache's traffic is forwarded normally meanwhile, never sent to a wrong MAC after the
+    commit), and location writes queued for that index are dropped; otherwise the
+    location is kept. Explicit locations (``mac``/``port`` in set_caches, and
+    ``set_cache_location``) are queued and applied right AFTER the next commit().
  D8 GRE return whose GRE header matches (0x0000, 0x883E) but whose inner packet is not
     contained (no payload byte, inner header cut, inner total length < 20 or beyond the
     outer IP packet) is DROPPED and counted ``gre_return_bad`` (extra counter). A GRE
@@ -49,7 +51,9 @@ implements the same:
  D10 Standard service 0 (web-cache) is matched as TCP dst port 80, dst-IP hash
     (``dataplane.effective_service``); other standard services are used as given.
  D11 Watchdog: redirect enabled iff armed (CONTROL.REDIRECT_EN) and a heartbeat was given
-    less than timeout_ms ago (timeout 0: never expires once a heartbeat was given). A
+    since arming and less than timeout_ms ago (timeout 0: never expires once a heartbeat
+    was given). ``arm()`` from the disarmed state forgets earlier heartbeats (redirection
+    starts at the next heartbeat); arm() while armed only changes the timeout. A
     heartbeat after expiry re-enables. Watchdog state is immediate (not shadowed); all
     tables, router_id/mac/mtu and next hops go through the shadow and commit().
  D12 mtu must be 68..1500, so a GRE frame never exceeds 1522 bytes (1518 untagged).
@@ -200,6 +204,9 @@ else:
 
 # --- tables -----------------------------------------------------------------------------
 
+_UNKNOWN = (None, None)
+
+
 class _Slot:
     def __init__(self):
         self.enabled = False
@@ -286,8 +293,10 @@ class ForwardingModel(DataPlane):
         self._armed = False
         self._timeout = DEFAULT_WATCHDOG_MS
         self._last_hb = None
-        # live cache locations: (mac, port) or None, per slot and cache index
-        self._loc = [[None] * MAX_CACHES for _ in range(MAX_GROUPS)]
+        # live cache locations (mac or None, port or None) per slot and cache index, and
+        # explicit location writes waiting for the next commit: [(slot, index, mac, port)]
+        self._loc = [[_UNKNOWN] * MAX_CACHES for _ in range(MAX_GROUPS)]
+        self._pending = []
         self.clear_counters()
 
     # -- table writes (shadow) --
@@ -309,14 +318,14 @@ class ForwardingModel(DataPlane):
 
     def set_caches(self, slot, caches):
         sl = self._shadow.slots[check_slot(slot)]
-        loc = self._loc[slot]
         old = sl.caches
         new = []
         for i, c in enumerate(check_caches(caches, self.num_ports)):
-            if c["mac"] is not None:
-                loc[i] = (c["mac"], c["port"])
-            elif i >= len(old) or old[i][C_ADDR] != c["address"]:
-                loc[i] = None
+            if i >= len(old) or old[i][C_ADDR] != c["address"]:
+                self._loc[slot][i] = _UNKNOWN
+                self._pending = [q for q in self._pending if q[0] != slot or q[1] != i]
+            if c["mac"] is not None or c["port"] is not None:
+                self._pending.append((slot, i, c["mac"], c["port"]))
             new.append((c["address"], c["forward"], c["ret"]))
         sl.caches = new
 
@@ -343,18 +352,20 @@ class ForwardingModel(DataPlane):
         self._shadow.next_hop[port] = check_mac(mac)
 
     def set_cache_location(self, slot, index, mac, port):
+        """Queue an explicit location (mac and/or port; None = unknown) for the next commit."""
         check_slot(slot)
         if not isinstance(index, int) or index < 0 or index >= MAX_CACHES:
             raise ValueError("cache index must be 0..%d" % (MAX_CACHES - 1))
         mac = check_mac(mac)
-        if mac is None:
-            self._loc[slot][index] = None
-            return
-        self._check_port(port)
-        self._loc[slot][index] = (mac, port)
+        if port is not None:
+            self._check_port(port)
+        self._pending.append((slot, index, mac, port))
 
     def commit(self):
         self._live = self._shadow.copy()
+        for slot, index, mac, port in self._pending:
+            self._loc[slot][index] = (mac, port)
+        self._pending = []
 
     # -- reads --
 
@@ -362,7 +373,10 @@ class ForwardingModel(DataPlane):
         check_slot(slot)
         if not isinstance(index, int) or index < 0 or index >= MAX_CACHES:
             return None
-        return self._loc[slot][index]
+        lc = self._loc[slot][index]
+        if lc[0] is None or lc[1] is None:
+            return None
+        return lc
 
     # -- watchdog --
 
@@ -378,6 +392,8 @@ class ForwardingModel(DataPlane):
             if not isinstance(timeout_ms, int) or timeout_ms < 0:
                 raise ValueError("timeout_ms must be an int >= 0")
             self._timeout = timeout_ms
+        if not self._armed:
+            self._last_hb = None
         self._armed = True
 
     def disarm(self):
@@ -543,7 +559,7 @@ class ForwardingModel(DataPlane):
             c = caches[i]
             if c[C_ADDR] == src:
                 return d
-            if c[C_RET] == RET_L2 and locs[i] is not None:
+            if c[C_RET] == RET_L2 and locs[i][0] is not None:
                 if smac is None:
                     smac = bytes(frame[6:12])
                 if locs[i][0] == smac:
@@ -581,7 +597,7 @@ class ForwardingModel(DataPlane):
         d.cache = idx
         c = caches[idx]
         lc = locs[idx]
-        if lc is None:
+        if lc[0] is None or lc[1] is None:
             d.reason = "cache_unknown"
             return d
         if c[C_FWD] == FWD_L2:
@@ -600,16 +616,16 @@ class ForwardingModel(DataPlane):
         self._check_port(port)
         c = self._c
         n = len(frame)
+        c["rx_frames"][port] += 1
+        c["rx_bytes"][port] += n
         d = self._decide(port, frame, now, True)
         reason = d.reason
         act = d.action
-        if act == "drop" and reason != "gre_return_bad":
-            c[reason][port] += 1            # rx_runt, rx_bad_fcs, rx_oversize
-            return []
-        c["rx_frames"][port] += 1
-        c["rx_bytes"][port] += n
         if act == "drop":
-            c[reason] += 1
+            if reason == "gre_return_bad":
+                c[reason] += 1
+            else:
+                c[reason][port] += 1        # rx_runt, rx_bad_fcs, rx_oversize
             return []
         if reason in c:
             c[reason] += 1

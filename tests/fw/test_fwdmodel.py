@@ -193,7 +193,7 @@ def test_runt_dropped_and_counted():
     assert m.process(1, b"\x01\x02\x03") == []
     c = m.counters()
     assert c["rx_runt"] == [1, 2]
-    assert c["tx_frames"] == [0, 0] and c["rx_frames"] == [0, 0]       # rx counts good frames
+    assert c["tx_frames"] == [0, 0] and c["rx_frames"] == [1, 2]       # rx counts dropped frames too
     f64 = eth(http())
     assert len(f64) >= 64
     assert m.decide(0, f64).action != "drop"
@@ -549,9 +549,14 @@ def test_unknown_cache_location_forwards_normally():
     assert m.process(0, f) == [(1, f)]
     assert m.counters()["cache_unknown"] == 1
     assert m.cache_location(0, 0) is None
-    # a location is MAC and port together
-    raises(ValueError, m.set_caches, 0, [cache(mac=CACHE_MAC)])
-    raises(ValueError, m.set_caches, 0, [cache(port=1)])
+    # MAC known but port not (or the reverse): still unresolved
+    for c in (cache(mac=CACHE_MAC), cache(port=1)):
+        m = model(caches=[c])
+        assert m.decide(0, f).reason == "cache_unknown"
+        assert m.cache_location(0, 0) is None
+    # ... but a known MAC is enough for the L2-return exclusion
+    m = model(caches=[cache(ret=RET_L2, mac=CACHE_MAC)])
+    assert m.decide(1, eth(http(), src=CACHE_MAC)).reason == "from_cache"
 
 
 def test_learning_from_cache_traffic_and_commit_keeps_it():
@@ -572,6 +577,7 @@ def test_learning_from_cache_traffic_and_commit_keeps_it():
     m.process(0, hello)
     assert m.cache_location(0, 0) == (CACHE_MAC, 0)
     m.arm(1000)
+    m.heartbeat()
     # a commit (shadow rewritten with the same caches, no MAC) keeps learnt locations
     m.set_caches(0, [cache(), cache(CACHE2_IP)])
     m.commit()
@@ -589,6 +595,7 @@ def test_learning_from_cache_traffic_and_commit_keeps_it():
     # not-valid IPv4 (fragment) does not teach
     frag = eth(ipv4(CACHE_IP, SERVER_IP, 17, udp(1, 2), flags_frag=0x2000), src=CACHE_MAC)
     m.set_cache_location(0, 1, None, None)
+    m.commit()
     m.process(1, frag)
     assert m.cache_location(0, 1) is None
 
@@ -607,26 +614,37 @@ def test_learning_applies_to_every_slot_with_that_cache():
     assert m.decide(0, eth(http(dport=443))).action == "redirect_gre"
 
 
-def test_set_cache_location_is_immediate():
+def test_set_cache_location_applies_after_commit():
     m = model(caches=[cache()])
-    m.set_cache_location(0, 0, CACHE2_MAC, 0)             # live state: no commit needed
+    m.set_cache_location(0, 0, CACHE2_MAC, 0)
+    assert m.cache_location(0, 0) is None
+    assert m.decide(1, eth(http())).reason == "cache_unknown"
+    m.commit()
     assert m.cache_location(0, 0) == (CACHE2_MAC, 0)
     out = one(m.process(1, eth(http())))
     assert out[0] == 0 and out[1][0:6] == CACHE2_MAC
     m.set_cache_location(0, 0, None, None)
+    m.commit()
     assert m.cache_location(0, 0) is None
     assert m.decide(1, eth(http())).reason == "cache_unknown"
     m.set_cache_location(0, 31, CACHE_MAC, 1)
+    m.set_cache_location(0, 0, CACHE_MAC, None)            # MAC only
     raises(ValueError, m.set_cache_location, 0, 32, CACHE_MAC, 0)
     raises(ValueError, m.set_cache_location, 0, 0, CACHE_MAC, 2)
-    raises(ValueError, m.set_cache_location, 0, 0, CACHE_MAC, None)
     raises(ValueError, m.set_cache_location, 0, 0, b"\x01", 0)
     raises(ValueError, m.set_cache_location, 8, 0, CACHE_MAC, 0)
-    # set_caches with mac+port sets the location at once; a new address clears it at once
+    # set_caches: mac/port applied at commit; a new address clears the location at once
+    # and drops location writes queued for that index
     m.set_caches(0, [cache(), cache(CACHE2_IP, mac=CACHE2_MAC, port=1)])
+    assert m.cache_location(0, 1) is None
+    m.commit()
     assert m.cache_location(0, 1) == (CACHE2_MAC, 1)
     m.set_cache_location(0, 0, CACHE_MAC, 1)
+    m.commit()
+    m.set_cache_location(0, 0, CACHE2_MAC, 1)
     m.set_caches(0, [cache(CACHE2_IP), cache(CACHE2_IP)])
+    assert m.cache_location(0, 0) is None and m.cache_location(0, 1) == (CACHE2_MAC, 1)
+    m.commit()
     assert m.cache_location(0, 0) is None and m.cache_location(0, 1) == (CACHE2_MAC, 1)
 
 
@@ -762,11 +780,10 @@ def test_watchdog_arm_heartbeat_expiry_rearm():
     m.heartbeat()
     assert m.decide(0, f).reason == "disabled"          # heartbeat alone does not enable
     m.arm(500)
-    assert m.decide(0, f).action == "redirect_gre"      # armed + heartbeat 0 ms ago
-    now[0] = 2000
-    assert m.decide(0, f).reason == "disabled"          # that heartbeat is too old
-    now[0] = 1000
+    assert m.decide(0, f).reason == "disabled"          # armed, no heartbeat since
     m.heartbeat()
+    assert m.decide(0, f).action == "redirect_gre"
+    m.arm(500)                                          # already armed: heartbeat still counts
     assert m.decide(0, f).action == "redirect_gre"
     now[0] = 1499
     assert m.redirect_enabled() and m.decide(0, f).action == "redirect_gre"
@@ -782,6 +799,7 @@ def test_watchdog_arm_heartbeat_expiry_rearm():
     assert m.decide(0, f).reason == "disabled"
     # injected time: explicit now arguments and tick()
     m.arm(100)
+    assert not m.redirect_enabled(now=5000)             # re-armed from disarmed
     m.heartbeat(now=5000)
     assert m.redirect_enabled(now=5099) and not m.redirect_enabled(now=5100)
     assert m.decide(0, f, now=5050).action == "redirect_gre"
@@ -790,6 +808,7 @@ def test_watchdog_arm_heartbeat_expiry_rearm():
     assert m.tick(6000) is False
     assert m.process(0, f) == [(1, f)]
     m.arm(0)                                            # 0: never expires
+    m.heartbeat(now=6000)
     assert m.redirect_enabled(now=10 ** 8)
     raises(ValueError, m.arm, -1)
 
@@ -909,8 +928,7 @@ def test_random_garbage_never_crashes():
         for p, o in outs:
             assert 0 <= p < 2 and len(o) >= 64 and fwdmodel.fcs_ok(o)
     c = m.counters()
-    assert sum(c["rx_frames"]) + sum(c["rx_runt"]) + sum(c["rx_oversize"]) == 300
-    assert sum(c["rx_bad_fcs"]) == 0
+    assert sum(c["rx_frames"]) == 300 and sum(c["rx_bad_fcs"]) == 0
 
 
 def test_counters_consistent_and_clear():
@@ -920,7 +938,7 @@ def test_counters_consistent_and_clear():
     m.process(0, eth(http(dport=1)))
     m.process(1, f[:-1] + b"\x00")
     c = m.counters()
-    assert c["rx_frames"] == [2, 0] and c["rx_bytes"][0] == len(f) * 2 and c["rx_bad_fcs"] == [0, 1]
+    assert c["rx_frames"] == [2, 1] and c["rx_bytes"][0] == len(f) * 2 and c["rx_bad_fcs"] == [0, 1]
     assert c["tx_frames"] == [0, 2]
     assert c["slot_frames"][0] == 1 and c["slot_bytes"][0] == len(f)
     assert c["cache_frames"][0][0] == 1 and c["cache_bytes"][0][0] == len(f)

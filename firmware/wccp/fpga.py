@@ -1,0 +1,333 @@
+"""FPGA data-plane driver: writes the DataPlane tables into the FPGA register map.
+
+``FpgaDataPlane(transport)`` implements ``wccp.dataplane.DataPlane`` over a
+``wccp.transport.RegisterTransport`` (SPI on boards, a socket to the simulator). Register
+layout and semantics: docs/regmap.md (generated constants in ``wccp.regmap``). The
+behaviour it programs is the one ``wccp.fwdmodel.ForwardingModel`` models; both validate
+their input with the same helpers (``wccp.dataplane.check_*``), so a table either programs
+both or raises ValueError in both.
+
+What the driver does beyond plain register writes:
+
+* keeps a mirror of what it wrote into the shadow bank (``tables()``), so GROUP_CTRL
+  (enable, assignment type, number of caches and mask sets) is rewritten consistently and
+  ``set_caches`` knows which cache entries changed address;
+* unused cache entries (index >= number of caches) are written as address 0 / method 0;
+* cache locations (MAC + port) are live registers: when ``set_caches`` changes the address
+  at an index the location is cleared at once (before the commit); explicit locations
+  (mac/port in ``set_caches``, ``set_cache_location``) are queued and written right after
+  the next commit (decision D7 in wccp.fwdmodel, docs/regmap.md CACHE_MAC_HI);
+* mask sets are compiled by ``wccp.regmap.compile_mask_set`` (<= 7 mask bits per set);
+* ``commit()`` writes COMMIT and polls STATUS until COMMIT_BUSY clears;
+* watchdog: ``arm(timeout_ms)`` writes WDT_TIMEOUT (microseconds) and CONTROL.REDIRECT_EN,
+  ``heartbeat()`` writes HEARTBEAT;
+* counters are 32-bit wrapping in hardware; ``counters()`` returns the model's keys (decision
+  counters summed over receive ports) relative to the last ``clear_counters()``.
+"""
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+from wccp import regmap as R
+from wccp.dataplane import (
+    DEFAULT_WATCHDOG_MS, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS, DataPlane,
+    check_buckets, check_caches, check_mac, check_mask, check_slot, effective_service,
+)
+
+COMMIT_POLLS = const(100000)
+MASK32 = const(0xFFFFFFFF)
+
+# Per-port counter registers -> model counter names (per-port lists).
+_PORT_LISTS = (
+    ("rx_frames", R.CNT_RX_FRAMES), ("rx_bytes", R.CNT_RX_BYTES),
+    ("tx_frames", R.CNT_TX_FRAMES), ("tx_bytes", R.CNT_TX_BYTES),
+    ("rx_runt", R.CNT_RX_RUNT), ("rx_bad_fcs", R.CNT_RX_BAD_FCS),
+    ("rx_oversize", R.CNT_RX_OVERSIZE), ("rx_overflow", R.CNT_RX_OVERFLOW),
+    ("learnt", R.CNT_LEARNT),
+)
+# Decision counters, counted per receive port in hardware, totals in the model.
+_PORT_TOTALS = (
+    ("not_redirectable", R.CNT_NOT_REDIRECTABLE), ("from_cache", R.CNT_FROM_CACHE),
+    ("unassigned", R.CNT_UNASSIGNED), ("cache_unknown", R.CNT_CACHE_UNKNOWN),
+    ("gre_too_big", R.CNT_GRE_TOO_BIG), ("gre_return", R.CNT_GRE_RETURN),
+    ("redirect_l2", R.CNT_REDIRECT_L2), ("redirect_gre", R.CNT_REDIRECT_GRE),
+    ("gre_return_bad", R.CNT_GRE_RETURN_BAD),
+)
+_PORTCNT_WORDS = const(0x12)
+
+
+class FpgaError(OSError):
+    pass
+
+
+def group_addr(slot, off):
+    return R.GROUP_BASE + R.GROUP_STRIDE * slot + off
+
+
+def cache_addr(slot, index, off):
+    return R.CACHE_BASE + R.CACHE_STRIDE * slot + 4 * index + off
+
+
+class _SlotMirror:
+    def __init__(self):
+        self.enabled = False
+        self.service = None
+        self.caches = []            # [(address, forward, ret)]
+        self.assign = R.ASSIGN_NONE
+        self.hash = None
+        self.mask = None            # validated sets
+
+    def ctrl(self):
+        nsets = len(self.mask) if (self.assign == R.ASSIGN_MASK and self.mask) else 0
+        return ((1 if self.enabled else 0) | (self.assign << 1) | (nsets << 8)
+                | (len(self.caches) << 16))
+
+
+class FpgaDataPlane(DataPlane):
+    def __init__(self, transport, check_id=True):
+        self.t = transport
+        caps = 0
+        if check_id:
+            ident, _version, caps = self.t.read(R.ID, 3)
+            if ident != R.ID_VALUE:
+                raise FpgaError("no WCCP datapath at the other end (ID 0x%08x)" % ident)
+        n = caps & 0xFF
+        self.num_ports = n if n >= 2 else R.NUM_PORTS
+        self.router_id = 0
+        self.mac = None
+        self.mtu = MAX_MTU
+        self.next_hop = [None] * self.num_ports
+        self.slots = [_SlotMirror() for _ in range(MAX_GROUPS)]
+        self._timeout_ms = DEFAULT_WATCHDOG_MS
+        self._base = None
+        self._pending = []          # explicit locations for after the next commit
+
+    # -- helpers --
+
+    def _w(self, addr, words):
+        self.t.write(addr, words)
+
+    def _write_ctrl(self, slot):
+        self._w(group_addr(slot, R.GROUP_CTRL), [self.slots[slot].ctrl()])
+
+    def _write_location(self, slot, index, mac, port):
+        hi, lo = 0, 0
+        if mac is not None:
+            hi, lo = R.mac_words(mac)
+            hi |= R.CACHE_MAC_KNOWN
+        if port is not None:
+            hi |= R.CACHE_PORT_KNOWN | ((port & 0xF) << R.CACHE_PORT_SHIFT)
+        # LO is staging; the HI write updates the learnt state atomically
+        self._w(cache_addr(slot, index, R.CACHE_MAC_LO), [lo])
+        self._w(cache_addr(slot, index, R.CACHE_MAC_HI), [hi])
+
+    def _check_port(self, port):
+        if not isinstance(port, int) or port < 0 or port >= self.num_ports:
+            raise ValueError("port must be 0..%d" % (self.num_ports - 1))
+
+    # -- DataPlane: tables (shadow) --
+
+    def configure(self, router_id, mac, mtu=1500):
+        if not isinstance(router_id, int) or router_id < 0 or router_id > MASK32:
+            raise ValueError("router_id must be an IPv4 address as int")
+        m = check_mac(mac)
+        if not isinstance(mtu, int) or mtu < MIN_MTU or mtu > MAX_MTU:
+            raise ValueError("mtu must be %d..%d" % (MIN_MTU, MAX_MTU))
+        hi, lo = R.mac_words(m if m is not None else b"\x00" * 6)
+        self._w(R.ROUTER_ID, [router_id, hi, lo, mtu])
+        self.router_id, self.mac, self.mtu = router_id, m, mtu
+
+    def set_group(self, slot, service):
+        sl = self.slots[check_slot(slot)]
+        sv = effective_service(service)
+        p = sv["ports"]
+        words = [sv["service_type"] | (sv["service_id"] << 8) | (sv["priority"] << 16) | (sv["protocol"] << 24),
+                 sv["service_flags"]]
+        for i in range(4):
+            words.append((p[2 * i] << 16) | p[2 * i + 1])
+        self._w(group_addr(slot, R.GROUP_SERVICE), words)
+        sl.service = sv
+        sl.enabled = True
+        self._write_ctrl(slot)
+
+    def set_caches(self, slot, caches):
+        sl = self.slots[check_slot(slot)]
+        new = check_caches(caches, self.num_ports)
+        old = sl.caches
+        for i in range(MAX_CACHES):
+            if i < len(new):
+                c = new[i]
+                entry = (c["address"], c["forward"], c["ret"])
+            else:
+                c = None
+                entry = (0, 0, 0)
+            prev = old[i] if i < len(old) else (0, 0, 0)
+            if entry != prev:
+                self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [entry[0], entry[1] | (entry[2] << 2)])
+            if c is not None:
+                if entry[0] != prev[0]:
+                    self._write_location(slot, i, None, None)
+                    self._pending = [q for q in self._pending if q[0] != slot or q[1] != i]
+                if c["mac"] is not None or c["port"] is not None:
+                    self._pending.append((slot, i, c["mac"], c["port"]))
+        sl.caches = [(c["address"], c["forward"], c["ret"]) for c in new]
+        self._write_ctrl(slot)
+
+    def set_hash(self, slot, buckets):
+        sl = self.slots[check_slot(slot)]
+        b = check_buckets(buckets)
+        self._w(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, R.pack_bytes(b))
+        sl.hash = b
+        sl.mask = None
+        sl.assign = R.ASSIGN_HASH
+        self._write_ctrl(slot)
+
+    def set_mask(self, slot, sets):
+        sl = self.slots[check_slot(slot)]
+        sets = check_mask(sets)
+        pos = []
+        tabs = []
+        for masks, values in sets:
+            w0, w1, table = R.compile_mask_set(masks, values)
+            pos += [w0, w1]
+            tabs += R.pack_bytes(table)
+        if sets:
+            self._w(R.MASKSET_BASE + R.MASKSET_STRIDE * slot, pos)
+            self._w(R.MASKTAB_BASE + R.MASKTAB_STRIDE * slot, tabs)
+        sl.mask = sets
+        sl.hash = None
+        sl.assign = R.ASSIGN_MASK
+        self._write_ctrl(slot)
+
+    def clear_assignment(self, slot):
+        sl = self.slots[check_slot(slot)]
+        sl.assign = R.ASSIGN_NONE
+        sl.hash = None
+        sl.mask = None
+        self._write_ctrl(slot)
+
+    def clear_group(self, slot):
+        check_slot(slot)
+        sl = self.slots[slot]
+        for i in range(len(sl.caches)):
+            self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [0, 0])
+        self.slots[slot] = _SlotMirror()
+        self._write_ctrl(slot)
+
+    def set_next_hop(self, port, mac):
+        self._check_port(port)
+        m = check_mac(mac)
+        hi, lo = R.mac_words(m if m is not None else b"\x00" * 6)
+        self._w(R.NEXTHOP_MAC_HI + R.NEXTHOP_MAC_HI_STRIDE * port, [hi, lo])
+        self.next_hop[port] = m
+
+    def commit(self):
+        self._w(R.COMMIT, [1])
+        for _ in range(COMMIT_POLLS):
+            if not (self.t.read(R.STATUS, 1)[0] & R.STATUS_COMMIT_BUSY):
+                break
+        else:
+            raise FpgaError("commit did not complete (STATUS.COMMIT_BUSY stuck)")
+        pending = self._pending
+        self._pending = []
+        for slot, index, mac, port in pending:
+            self._write_location(slot, index, mac, port)
+
+    # -- cache locations (live) --
+
+    def set_cache_location(self, slot, index, mac, port):
+        check_slot(slot)
+        if not isinstance(index, int) or index < 0 or index >= MAX_CACHES:
+            raise ValueError("cache index must be 0..%d" % (MAX_CACHES - 1))
+        m = check_mac(mac)
+        if port is not None:
+            self._check_port(port)
+        self._pending.append((slot, index, m, port))
+
+    def cache_location(self, slot, index):
+        """Learnt/set location read back from CACHE_MAC_HI/LO (None unless MAC and port known).
+
+        Register map 1.0 reads these registers as 0, i.e. always None there."""
+        check_slot(slot)
+        if not isinstance(index, int) or index < 0 or index >= MAX_CACHES:
+            return None
+        hi, lo = self.t.read(cache_addr(slot, index, R.CACHE_MAC_HI), 2)
+        if (hi & (R.CACHE_MAC_KNOWN | R.CACHE_PORT_KNOWN)) != (R.CACHE_MAC_KNOWN | R.CACHE_PORT_KNOWN):
+            return None
+        mac = bytes(((hi >> 8) & 0xFF, hi & 0xFF, (lo >> 24) & 0xFF, (lo >> 16) & 0xFF,
+                     (lo >> 8) & 0xFF, lo & 0xFF))
+        return (mac, (hi >> R.CACHE_PORT_SHIFT) & 0xF)
+
+    # -- watchdog (live) --
+
+    def arm(self, timeout_ms=None):
+        if timeout_ms is not None:
+            if not isinstance(timeout_ms, int) or timeout_ms < 0 or timeout_ms * 1000 > MASK32:
+                raise ValueError("timeout_ms must be 0..%d" % (MASK32 // 1000))
+            self._timeout_ms = timeout_ms
+        self._w(R.WDT_TIMEOUT, [self._timeout_ms * 1000])
+        self._w(R.CONTROL, [R.CONTROL_REDIRECT_EN])
+
+    def disarm(self):
+        self._w(R.CONTROL, [0])
+
+    def heartbeat(self, now=None):
+        self._w(R.HEARTBEAT, [1])
+
+    def redirect_enabled(self, now=None):
+        return bool(self.t.read(R.STATUS, 1)[0] & R.STATUS_ACTIVE)
+
+    def status(self):
+        s = self.t.read(R.STATUS, 1)[0]
+        return {"active": bool(s & R.STATUS_ACTIVE), "wdt_expired": bool(s & R.STATUS_WDT_EXPIRED),
+                "commit_busy": bool(s & R.STATUS_COMMIT_BUSY),
+                "commits": self.t.read(R.COMMIT, 1)[0]}
+
+    # -- counters --
+
+    def _raw_counters(self):
+        np_ = self.num_ports
+        ports = [self.t.read(R.PORTCNT_BASE + R.PORTCNT_STRIDE * p, _PORTCNT_WORDS) for p in range(np_)]
+        slots = [self.t.read(R.SLOTCNT_BASE + R.SLOTCNT_STRIDE * s, 2 * np_) for s in range(MAX_GROUPS)]
+        caches = [self.t.read(R.CACHECNT_BASE + R.CACHECNT_STRIDE * s, 2 * MAX_CACHES) for s in range(MAX_GROUPS)]
+        buckets = [self.t.read(R.BUCKETCNT_BASE + R.BUCKETCNT_STRIDE * s, NUM_BUCKETS) for s in range(MAX_GROUPS)]
+        return ports, slots, caches, buckets
+
+    def clear_counters(self):
+        self._base = self._raw_counters()
+
+    def counters(self):
+        raw = self._raw_counters()
+        base = self._base
+        np_ = self.num_ports
+
+        def d(grp, a, i):
+            v = raw[grp][a][i]
+            if base is not None:
+                v = (v - base[grp][a][i]) & MASK32
+            return v
+
+        c = {}
+        for name, off in _PORT_LISTS:
+            c[name] = [d(0, p, off) for p in range(np_)]
+        for name, off in _PORT_TOTALS:
+            c[name] = sum(d(0, p, off) for p in range(np_))
+        c["slot_frames"] = [sum(d(1, s, 2 * p) for p in range(np_)) for s in range(MAX_GROUPS)]
+        c["slot_bytes"] = [sum(d(1, s, 2 * p + 1) for p in range(np_)) for s in range(MAX_GROUPS)]
+        c["cache_frames"] = [[d(2, s, 2 * i) for i in range(MAX_CACHES)] for s in range(MAX_GROUPS)]
+        c["cache_bytes"] = [[d(2, s, 2 * i + 1) for i in range(MAX_CACHES)] for s in range(MAX_GROUPS)]
+        c["bucket_hits"] = [[d(3, s, b) for b in range(NUM_BUCKETS)] for s in range(MAX_GROUPS)]
+        return c
+
+    # -- introspection --
+
+    def tables(self):
+        """What the driver has written into the shadow bank (for tests and the UI)."""
+        slots = []
+        for sl in self.slots:
+            slots.append({"enabled": sl.enabled, "service": sl.service, "caches": list(sl.caches),
+                          "assign": sl.assign, "hash": sl.hash, "mask": sl.mask})
+        return {"router_id": self.router_id, "mac": self.mac, "mtu": self.mtu,
+                "next_hop": list(self.next_hop), "slots": slots}

@@ -1,0 +1,174 @@
+"""Register transports: how the firmware reaches the FPGA's register map.
+
+``RegisterTransport`` is the small interface the data-plane driver (wccp.fpga) uses:
+``write(addr, words)`` writes 32-bit words at consecutive word addresses, ``read(addr, n)``
+returns n words. Both are carried as SPI transactions in the format of docs/regmap.md:
+
+    write: 0x02, addr[23:16], addr[15:8], addr[7:0], then 4 bytes per word (big-endian)
+    read:  0x03, addr[23:16], addr[15:8], addr[7:0], one dummy byte, then 4 bytes per word
+           clocked out by the FPGA (MOSI sends zeros)
+
+one transaction per chip-select low period; the address auto-increments per word.
+
+* ``SpiTransport(spi, cs)``: a ``machine.SPI`` (mode 0, MSB first) and a CS ``machine.Pin``
+  (active low) on the boards.
+* ``SocketTransport(host, port)`` / ``SocketTransport(path=...)``: the same SPI byte
+  transactions over a local TCP (or UNIX) stream socket to the simulator. Framing: the
+  client sends a 4-byte big-endian length N then the N MOSI bytes of one transaction (one
+  CS-low period); the server answers with exactly N MISO bytes (full duplex, byte for
+  byte, as the SPI wires would carry them).
+
+Long transfers are split into transactions of at most ``MAX_WORDS`` words.
+"""
+import struct
+
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+SPI_CMD_WRITE = const(0x02)
+SPI_CMD_READ = const(0x03)
+MAX_WORDS = const(256)
+MAX_ADDR = const(0xFFFFFF)
+
+
+class TransportError(OSError):
+    pass
+
+
+class RegisterTransport:
+    """Interface: 32-bit word registers at 24-bit word addresses."""
+
+    def write(self, addr, words):
+        raise NotImplementedError
+
+    def read(self, addr, n):
+        raise NotImplementedError
+
+    def close(self):
+        pass
+
+
+def write_transaction(addr, words):
+    """MOSI bytes of one write transaction."""
+    n = len(words)
+    buf = bytearray(4 + 4 * n)
+    buf[0] = SPI_CMD_WRITE
+    buf[1] = (addr >> 16) & 0xFF
+    buf[2] = (addr >> 8) & 0xFF
+    buf[3] = addr & 0xFF
+    for i in range(n):
+        struct.pack_into(">I", buf, 4 + 4 * i, words[i] & 0xFFFFFFFF)
+    return buf
+
+
+def read_transaction(addr, n):
+    """MOSI bytes of one read transaction (command, address, dummy byte, 4n zeros)."""
+    buf = bytearray(5 + 4 * n)
+    buf[0] = SPI_CMD_READ
+    buf[1] = (addr >> 16) & 0xFF
+    buf[2] = (addr >> 8) & 0xFF
+    buf[3] = addr & 0xFF
+    return buf
+
+
+class SpiFramedTransport(RegisterTransport):
+    """Builds the SPI transactions; subclasses move the bytes (``_xfer(tx) -> rx``)."""
+
+    def _xfer(self, tx):
+        raise NotImplementedError
+
+    def _check(self, addr, n):
+        if not isinstance(addr, int) or addr < 0 or addr + max(n, 1) - 1 > MAX_ADDR:
+            raise ValueError("register address out of range: %r" % (addr,))
+
+    def write(self, addr, words):
+        words = list(words)
+        self._check(addr, len(words))
+        i = 0
+        while i < len(words):
+            chunk = words[i:i + MAX_WORDS]
+            self._xfer(write_transaction(addr + i, chunk))
+            i += len(chunk)
+
+    def read(self, addr, n):
+        self._check(addr, n)
+        out = []
+        i = 0
+        while i < n:
+            k = min(MAX_WORDS, n - i)
+            rx = self._xfer(read_transaction(addr + i, k))
+            if len(rx) != 5 + 4 * k:
+                raise TransportError("short SPI read")
+            for j in range(k):
+                out.append(struct.unpack_from(">I", rx, 5 + 4 * j)[0])
+            i += k
+        return out
+
+
+class SpiTransport(SpiFramedTransport):
+    """machine.SPI + chip-select pin (active low)."""
+
+    def __init__(self, spi, cs):
+        self.spi = spi
+        self.cs = cs
+        cs.value(1)
+
+    def _xfer(self, tx):
+        rx = bytearray(len(tx))
+        self.cs.value(0)
+        try:
+            self.spi.write_readinto(tx, rx)
+        finally:
+            self.cs.value(1)
+        return rx
+
+
+class SocketTransport(SpiFramedTransport):
+    """SPI transactions over a local stream socket (the simulator), see the module doc."""
+
+    def __init__(self, host="127.0.0.1", port=None, path=None, timeout=10.0):
+        import socket
+        if path is not None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            addr = path
+        else:
+            if port is None:
+                raise ValueError("SocketTransport needs port or path")
+            ai = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)[0]
+            s = socket.socket(ai[0], socket.SOCK_STREAM)
+            addr = ai[-1]
+        if timeout is not None and hasattr(s, "settimeout"):
+            s.settimeout(timeout)
+        s.connect(addr)
+        self.sock = s
+
+    def _send(self, data):
+        mv = memoryview(data)
+        while len(mv):
+            n = self.sock.send(mv)
+            if not n:
+                raise TransportError("simulator closed the connection")
+            mv = mv[n:]
+
+    def _recv(self, n):
+        buf = bytearray(n)
+        got = 0
+        while got < n:
+            chunk = self.sock.recv(n - got)
+            if not chunk:
+                raise TransportError("simulator closed the connection")
+            buf[got:got + len(chunk)] = chunk
+            got += len(chunk)
+        return buf
+
+    def _xfer(self, tx):
+        self._send(struct.pack(">I", len(tx)) + bytes(tx))
+        return self._recv(len(tx))
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
