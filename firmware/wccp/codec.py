@@ -199,14 +199,15 @@ def _int_list(p, k, n):
     return lst
 
 
-def _need(o, n, end, what):
+def _need(o, n, end, what, suffix=""):
+    # the reason string is only built on failure: no allocation on the good path
     if o + n > end:
-        raise WccpError("%s truncated (%d bytes needed, %d left)" % (what, n, end - o))
+        raise WccpError("%s%s truncated (%d bytes needed, %d left)" % (what, suffix, n, end - o))
 
 
 def _count(b, o, end, size, what):
     """Read a 32-bit element count and check count*size bytes are present after it."""
-    _need(o, 4, end, what + " count")
+    _need(o, 4, end, what, " count")
     n = _g32(b, o)
     if n * size > end - o - 4:
         raise WccpError("%s count %d exceeds the %d bytes present" % (what, n, end - o - 4))
@@ -444,9 +445,9 @@ def _dec_tlv_list(b, o, end, p, k, vkey, what):
     n = 0
     q = o
     while q < end:
-        _need(q, 4, end, what + " element header")
+        _need(q, 4, end, what, " element header")
         ln = _g16(b, q + 2)
-        _need(q + 4, ln, end, what + " element (type %d)" % _g16(b, q))
+        _need(q + 4, ln, end, what, " element")
         q += 4 + ln
         n += 1
     lst = _dict_list(p, k, n)
