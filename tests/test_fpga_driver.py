@@ -430,6 +430,11 @@ def test_cache_locations_watchdog_and_status(server):
     dp.commit()
     assert regs.live_regs[HI1] == 0
     assert regs.live_regs[HI0] == hi                     # same address: kept
+    n_tx = len(regs.transactions)
+    dp.set_caches(1, [{"address": 1, "mac": bytes.fromhex("0200000000cc")}, {"address": 3}])
+    dp.commit()                                          # unchanged addresses: no location writes
+    writes = [int.from_bytes(t[1:4], "big") for t in regs.transactions[n_tx:] if t[0] == R.SPI_CMD_WRITE]
+    assert HI0 not in writes and regs.live_regs[HI0] == hi
     assert dp.cache_location(1, 0) is None            # not readable in register map 1.0
     with pytest.raises(ValueError):
         dp.set_cache_location(1, 32, mac, 0)

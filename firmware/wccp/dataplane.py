@@ -20,8 +20,10 @@ Model of the tables (mirrors the FPGA's):
     ``ports`` (list of 8 ints, 0 = unused);
   - the cache table: list of at most ``MAX_CACHES`` dicts, list position = cache index:
     ``address`` (int), ``forward`` (FWD_GRE | FWD_L2), ``ret`` (RET_GRE | RET_L2),
-    optionally ``mac`` (6 bytes) and/or ``port`` (int): the cache's location, applied after
-    the next commit(); without them the location is learnt from the cache's own frames.
+    optionally ``mac`` (6 bytes) and/or ``port`` (int): the initial location of an entry
+    whose address is new at that index, applied after the next commit() (ignored when the
+    address there is unchanged: the learnt location stays); otherwise learnt from the
+    cache's own frames.
     Locations are live state kept per (slot, index) while the address there is unchanged:
     see ``set_cache_location``;
   - the assignment: either ``set_hash`` (256 bucket bytes: cache index in the low 7 bits,

@@ -15,8 +15,9 @@ What the driver does beyond plain register writes:
 * unused cache entries (index >= number of caches) are written as address 0 / method 0;
 * cache locations (MAC + port) are live registers: when ``set_caches`` changes the address
   at an index the location is cleared at once (before the commit); explicit locations
-  (mac/port in ``set_caches``, ``set_cache_location``) are queued and written right after
-  the next commit (decision D7 in wccp.fwdmodel, docs/regmap.md CACHE_MAC_HI);
+  (mac/port of a NEW entry in ``set_caches``, ``set_cache_location``) are queued and
+  written right after the next commit (decision D7 in wccp.fwdmodel, docs/regmap.md
+  CACHE_MAC_HI); mac/port of an entry whose address is unchanged are ignored;
 * mask sets are compiled by ``wccp.regmap.compile_mask_set`` (<= 7 mask bits per set);
 * ``commit()`` writes COMMIT and polls STATUS until COMMIT_BUSY clears;
 * watchdog: ``arm(timeout_ms)`` writes WDT_TIMEOUT (microseconds) and CONTROL.REDIRECT_EN,
@@ -166,10 +167,9 @@ class FpgaDataPlane(DataPlane):
             prev = old[i] if i < len(old) else (0, 0, 0)
             if entry != prev:
                 self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [entry[0], entry[1] | (entry[2] << 2)])
-            if c is not None:
-                if entry[0] != prev[0]:
-                    self._write_location(slot, i, None, None)
-                    self._pending = [q for q in self._pending if q[0] != slot or q[1] != i]
+            if c is not None and entry[0] != prev[0]:
+                self._write_location(slot, i, None, None)
+                self._pending = [q for q in self._pending if q[0] != slot or q[1] != i]
                 if c["mac"] is not None or c["port"] is not None:
                     self._pending.append((slot, i, c["mac"], c["port"]))
         sl.caches = [(c["address"], c["forward"], c["ret"]) for c in new]

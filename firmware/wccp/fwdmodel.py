@@ -35,9 +35,12 @@ implements the same:
     needs both; the L2-return MAC exclusion needs the MAC only. ``set_caches``: when the
     address at an index changes, that location is cleared AT ONCE (before commit: the old
     cache's traffic is forwarded normally meanwhile, never sent to a wrong MAC after the
-    commit), and location writes queued for that index are dropped; otherwise the
-    location is kept. Explicit locations (``mac``/``port`` in set_caches, and
-    ``set_cache_location``) are queued and applied right AFTER the next commit().
+    commit), location writes queued for that index are dropped, and the entry's own
+    ``mac``/``port`` (if given) are queued; when the address is unchanged the location is
+    kept (learnt state wins) and ``mac``/``port`` in the dict are ignored — the control
+    plane re-sends static MACs on every reprogramming and must not wipe a learnt port.
+    Explicit locations (those queued by set_caches, and ``set_cache_location``) are
+    applied right AFTER the next commit().
  D8 GRE return whose GRE header matches (0x0000, 0x883E) but whose inner packet is not
     contained (no payload byte, inner header cut, inner total length < 20 or beyond the
     outer IP packet) is DROPPED and counted ``gre_return_bad`` (extra counter). A GRE
@@ -324,8 +327,8 @@ class ForwardingModel(DataPlane):
             if i >= len(old) or old[i][C_ADDR] != c["address"]:
                 self._loc[slot][i] = _UNKNOWN
                 self._pending = [q for q in self._pending if q[0] != slot or q[1] != i]
-            if c["mac"] is not None or c["port"] is not None:
-                self._pending.append((slot, i, c["mac"], c["port"]))
+                if c["mac"] is not None or c["port"] is not None:
+                    self._pending.append((slot, i, c["mac"], c["port"]))
             new.append((c["address"], c["forward"], c["ret"]))
         sl.caches = new
 

@@ -582,6 +582,10 @@ def test_learning_from_cache_traffic_and_commit_keeps_it():
     m.set_caches(0, [cache(), cache(CACHE2_IP)])
     m.commit()
     assert m.cache_location(0, 0) == (CACHE_MAC, 0)
+    # a static MAC re-sent for an unchanged address does not wipe the learnt location
+    m.set_caches(0, [cache(mac=CACHE2_MAC), cache(CACHE2_IP, mac=CACHE2_MAC)])
+    m.commit()
+    assert m.cache_location(0, 0) == (CACHE_MAC, 0) and m.cache_location(0, 1) is None
     # a different cache at that index starts unknown (cleared at once: the old cache's
     # traffic goes normally until commit rather than to a wrong MAC after it)
     m.set_caches(0, [cache(CACHE2_IP), cache(CACHE_IP)])
