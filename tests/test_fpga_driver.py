@@ -451,9 +451,9 @@ def test_cache_locations_watchdog_and_status(server):
     dp.disarm()
     assert not dp.redirect_enabled()
     st = dp.status()
-    assert st["commits"] == 3 and not st["commit_busy"]
+    assert st["commits"] == 4 and not st["commit_busy"]
     dp.commit()
-    assert dp.status()["commits"] == 4
+    assert dp.status()["commits"] == 5
     dp.t.close()
 
 
