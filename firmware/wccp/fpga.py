@@ -104,6 +104,7 @@ class FpgaDataPlane(DataPlane):
         self._timeout_ms = DEFAULT_WATCHDOG_MS
         self._base = None
         self._pending = []          # explicit locations for after the next commit
+        self._live_addrs = [[] for _ in range(MAX_GROUPS)]   # cache addresses as last committed
 
     # -- helpers --
 
@@ -230,6 +231,15 @@ class FpgaDataPlane(DataPlane):
                 break
         else:
             raise FpgaError("commit did not complete (STATUS.COMMIT_BUSY stuck)")
+        # a location re-learnt for the OLD cache between set_caches and the commit must not
+        # survive into the new cache at that index
+        for s in range(MAX_GROUPS):
+            before = self._live_addrs[s]
+            after = [c[0] for c in self.slots[s].caches]
+            for i in range(len(after)):
+                if i >= len(before) or before[i] != after[i]:
+                    self._write_location(s, i, None, None)
+            self._live_addrs[s] = after
         pending = self._pending
         self._pending = []
         for slot, index, mac, port in pending:

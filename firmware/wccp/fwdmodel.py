@@ -40,7 +40,12 @@ implements the same:
     kept (learnt state wins) and ``mac``/``port`` in the dict are ignored — the control
     plane re-sends static MACs on every reprogramming and must not wipe a learnt port.
     Explicit locations (those queued by set_caches, and ``set_cache_location``) are
-    applied right AFTER the next commit().
+    applied right AFTER the next commit(). commit() itself also clears the location of
+    every (slot, index) whose LIVE address changes in the switch: the old cache may have
+    been re-learnt at that index between set_caches and commit, and that location must
+    not carry over to the new cache. (FPGA: the driver writes these clears right after
+    the commit; RTL that clears them during the bank switch would close the remaining
+    window of a few SPI transactions.)
  D8 GRE return whose GRE header matches (0x0000, 0x883E) but whose inner packet is not
     contained (no payload byte, inner header cut, inner total length < 20 or beyond the
     outer IP packet) is DROPPED and counted ``gre_return_bad`` (extra counter). A GRE
@@ -365,7 +370,14 @@ class ForwardingModel(DataPlane):
         self._pending.append((slot, index, mac, port))
 
     def commit(self):
+        old = self._live
         self._live = self._shadow.copy()
+        for s in range(MAX_GROUPS):
+            before = old.slots[s].caches
+            after = self._live.slots[s].caches
+            for i in range(len(after)):
+                if i >= len(before) or before[i][C_ADDR] != after[i][C_ADDR]:
+                    self._loc[s][i] = _UNKNOWN
         for slot, index, mac, port in self._pending:
             self._loc[slot][index] = (mac, port)
         self._pending = []

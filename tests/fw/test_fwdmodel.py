@@ -604,6 +604,21 @@ def test_learning_from_cache_traffic_and_commit_keeps_it():
     assert m.cache_location(0, 1) is None
 
 
+def test_relearnt_old_cache_does_not_carry_over_to_new_cache_at_commit():
+    m = model(caches=[cache(CACHE_IP, mac=CACHE_MAC, port=1)])
+    m.set_caches(0, [cache(CACHE2_IP)])            # another cache takes index 0
+    assert m.cache_location(0, 0) is None
+    # the old cache is still live at index 0 and talks: re-learnt there
+    m.process(1, eth(ipv4(CACHE_IP, SERVER_IP, 17, udp(1, 2)), src=CACHE_MAC))
+    assert m.cache_location(0, 0) == (CACHE_MAC, 1)
+    m.commit()
+    assert m.cache_location(0, 0) is None          # cleared by the switch
+    assert m.decide(0, eth(http())).reason == "cache_unknown"
+    m.process(0, eth(ipv4(CACHE2_IP, SERVER_IP, 17, udp(1, 2)), src=CACHE2_MAC))
+    assert m.decide(1, eth(http())).action == "redirect_gre"
+    assert one(m.process(1, eth(http())))[1][0:6] == CACHE2_MAC
+
+
 def test_learning_applies_to_every_slot_with_that_cache():
     m = model(caches=[cache()])
     m.set_group(3, svc(sid=93, ports=(443,)))
