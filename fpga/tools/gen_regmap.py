@@ -47,8 +47,8 @@ def rm_regs(blk):
 
 def gen_vh(rm):
     out = ["// " + HEADER, "`ifndef WCCP_REGMAP_VH", "`define WCCP_REGMAP_VH", ""]
-    out.append("`define WCCP_ID 32'h%08X" % num(rm["id_value"]))
-    out.append("`define WCCP_VERSION 32'h%08X" % num(rm["version"]))
+    out.append("`define WCCP_ID_VALUE 32'h%08X" % num(rm["id_value"]))
+    out.append("`define WCCP_REGMAP_VERSION 32'h%08X" % num(rm["version"]))
     for k, v in rm["limits"].items():
         out.append("`define WCCP_%s %d" % (k, num(v)))
     for k, v in rm["constants"].items():

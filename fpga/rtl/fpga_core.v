@@ -1,0 +1,251 @@
+// WCCPv2 redirector datapath core: two GMII ports (8 bit x 125 MHz, one clock domain),
+// SPI register interface (plus a register-bus port for testbenches; tie off on boards).
+`timescale 1ns / 1ps
+`default_nettype none
+module fpga_core #(
+    parameter CLK_PER_US = 125,
+    parameter BUF_AW = 12
+) (
+    input  wire        clk,
+    input  wire        rst,
+    input  wire [7:0]  gmii0_rxd,
+    input  wire        gmii0_rx_dv,
+    input  wire        gmii0_rx_er,
+    output wire [7:0]  gmii0_txd,
+    output wire        gmii0_tx_en,
+    output wire        gmii0_tx_er,
+    input  wire [7:0]  gmii1_rxd,
+    input  wire        gmii1_rx_dv,
+    input  wire        gmii1_rx_er,
+    output wire [7:0]  gmii1_txd,
+    output wire        gmii1_tx_en,
+    output wire        gmii1_tx_er,
+    input  wire        spi_sck,
+    input  wire        spi_cs_n,
+    input  wire        spi_mosi,
+    output wire        spi_miso,
+    input  wire [23:0] dbg_reg_addr,
+    input  wire        dbg_reg_wr,
+    input  wire [31:0] dbg_reg_wdata,
+    input  wire        dbg_reg_rd,
+    output wire [31:0] dbg_reg_rdata,
+    output wire        dbg_reg_rvalid,
+    output wire        redirect_active
+);
+    // ---------------- register bus ----------------
+    wire [23:0] spi_addr;
+    wire        spi_wr, spi_rd;
+    wire [31:0] spi_wdata;
+    wire [31:0] reg_rdata;
+    wire        reg_rvalid;
+    wire        dbg_sel = dbg_reg_wr | dbg_reg_rd;
+    wire [23:0] reg_addr  = dbg_sel ? dbg_reg_addr : spi_addr;
+    wire        reg_wr    = dbg_reg_wr | spi_wr;
+    wire        reg_rd    = dbg_reg_rd | spi_rd;
+    wire [31:0] reg_wdata = dbg_reg_wr ? dbg_reg_wdata : spi_wdata;
+    assign dbg_reg_rdata = reg_rdata;
+    assign dbg_reg_rvalid = reg_rvalid;
+
+    wccp_spi_slave spi (
+        .clk(clk), .rst(rst), .spi_sck(spi_sck), .spi_cs_n(spi_cs_n), .spi_mosi(spi_mosi),
+        .spi_miso(spi_miso), .reg_addr(spi_addr), .reg_wr(spi_wr), .reg_wdata(spi_wdata),
+        .reg_rd(spi_rd), .reg_rdata(reg_rdata), .reg_rvalid(reg_rvalid));
+
+    // ---------------- register file ----------------
+    wire          active;
+    wire [31:0]   router_id;
+    wire [47:0]   appl_mac;
+    wire [15:0]   mtu;
+    wire [95:0]   nh_mac;
+    wire [255:0]  grp_ctrl, grp_svc, grp_flags;
+    wire [1023:0] grp_ports;
+    wire          live, copy_start, hold;
+    wire          t_wr;
+    wire [2:0]    t_sel;
+    wire [9:0]    t_addr;
+    wire [31:0]   t_data;
+    wire          rg_ln_wr;
+    wire [7:0]    rg_ln_idx;
+    wire [53:0]   rg_ln_data;
+    wire [1:0]    busy;
+    wire [9:0]    copy_busy;
+
+    wire [1:0]    ev_rx, ev_tx;
+    wire [23:0]   ev_rx_len, ev_tx_len;
+    wire [7:0]    ev_drop;
+    wire [21:0]   ev_cause;
+    wire [1:0]    ev_slot;
+    wire [5:0]    ev_slot_idx;
+    wire [23:0]   ev_bytes;
+
+    wire          lr_valid0, lr_valid1;
+    wire [7:0]    lr_idx0, lr_idx1;
+    wire [47:0]   lr_mac0, lr_mac1;
+    // learnt-state writer: register writes first, then engine 0, then engine 1
+    wire          ln_ack_rg = rg_ln_wr;
+    wire          lr_ack0 = lr_valid0 && !rg_ln_wr;
+    wire          lr_ack1 = lr_valid1 && !rg_ln_wr && !lr_valid0;
+    wire          ln_we = rg_ln_wr | lr_valid0 | lr_valid1;
+    wire [7:0]    ln_widx = rg_ln_wr ? rg_ln_idx : (lr_valid0 ? lr_idx0 : lr_idx1);
+    wire [53:0]   ln_wdata = rg_ln_wr ? rg_ln_data :
+                             (lr_valid0 ? {2'b11, 4'd0, lr_mac0} : {2'b11, 4'd1, lr_mac1});
+
+    wccp_regs #(.CLK_PER_US(CLK_PER_US)) regs (
+        .clk(clk), .rst(rst), .reg_addr(reg_addr), .reg_wr(reg_wr), .reg_wdata(reg_wdata),
+        .reg_rd(reg_rd), .reg_rdata(reg_rdata), .reg_rvalid(reg_rvalid),
+        .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu), .nh_mac(nh_mac),
+        .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
+        .live(live), .copy_start(copy_start), .copy_busy(|copy_busy), .hold(hold),
+        .engines_busy(|busy), .t_wr(t_wr), .t_sel(t_sel), .t_addr(t_addr), .t_data(t_data),
+        .ln_wr(rg_ln_wr), .ln_idx(rg_ln_idx), .ln_data(rg_ln_data), .ln_ack(ln_ack_rg),
+        .ev_rx(ev_rx), .ev_rx_len(ev_rx_len), .ev_drop(ev_drop), .ev_tx(ev_tx), .ev_tx_len(ev_tx_len),
+        .ev_cause(ev_cause), .ev_slot(ev_slot), .ev_slot_idx(ev_slot_idx), .ev_bytes(ev_bytes));
+    assign redirect_active = active;
+
+    // ---------------- per receive port: queue, decision, builder ----------------
+    wire [7:0]  rxd [0:1];
+    wire        rxdv [0:1];
+    wire        rxer [0:1];
+    assign rxd[0] = gmii0_rxd; assign rxdv[0] = gmii0_rx_dv; assign rxer[0] = gmii0_rx_er;
+    assign rxd[1] = gmii1_rxd; assign rxdv[1] = gmii1_rx_dv; assign rxer[1] = gmii1_rx_er;
+
+    wire [1:0] b_req [0:1];
+    wire [7:0] b_data [0:1];
+    wire       b_valid [0:1];
+    wire       b_last [0:1];
+    wire       b_ready [0:1];
+    wire       lrv [0:1];
+    wire [7:0] lri [0:1];
+    wire [47:0] lrm [0:1];
+    wire       lra [0:1];
+    assign lr_valid0 = lrv[0]; assign lr_idx0 = lri[0]; assign lr_mac0 = lrm[0]; assign lra[0] = lr_ack0;
+    assign lr_valid1 = lrv[1]; assign lr_idx1 = lri[1]; assign lr_mac1 = lrm[1]; assign lra[1] = lr_ack1;
+
+    genvar g;
+    generate
+    for (g = 0; g < 2; g = g + 1) begin : port
+        wire [BUF_AW-1:0] buf_raddr, rel_ptr, q_start;
+        wire [7:0]  buf_rdata;
+        wire        q_valid, q_pop;
+        wire [10:0] q_flen;
+        wire [47:0] q_dst, q_src;
+        wire        q_vlan, q_is_ip, q_ip_ok;
+        wire [15:0] q_tci, q_sport, q_dport, q_totlen, q_len4, q_len8;
+        wire [7:0]  q_proto, q_l4b4;
+        wire [31:0] q_sip, q_dip, q_l4w0;
+        wire [3:0]  q_ihl;
+
+        wccp_rxq #(.BUF_AW(BUF_AW)) rxq (
+            .clk(clk), .rst(rst), .gmii_rxd(rxd[g]), .gmii_rx_dv(rxdv[g]), .gmii_rx_er(rxer[g]),
+            .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
+            .q_valid(q_valid), .q_pop(q_pop), .q_start(q_start), .q_flen(q_flen), .q_dst_mac(q_dst),
+            .q_src_mac(q_src), .q_vlan(q_vlan), .q_tci(q_tci), .q_is_ip(q_is_ip), .q_ip_ok(q_ip_ok),
+            .q_proto(q_proto), .q_sip(q_sip), .q_dip(q_dip), .q_sport(q_sport), .q_dport(q_dport),
+            .q_totlen(q_totlen), .q_ihl(q_ihl), .q_l4w0(q_l4w0), .q_l4b4(q_l4b4), .q_len4(q_len4),
+            .q_len8(q_len8), .ev_rx(ev_rx[g]), .ev_rx_len(ev_rx_len[g*12 +: 12]),
+            .ev_drop(ev_drop[g*4 +: 4]));
+
+        // table copies for this engine
+        wire [7:0]  c_raddr;
+        wire [31:0] ca_rdata, bk_rdata, mp_rdata, mt_rdata;
+        wire [3:0]  cm_rdata;
+        wire [53:0] ln_rdata;
+        wire [8:0]  bk_raddr;
+        wire [5:0]  mp_raddr;
+        wire [9:0]  mt_raddr;
+        wccp_bank_ram #(.AW(8), .DW(32)) cache_addr (
+            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd0), .wr_addr(t_addr[7:0]),
+            .wr_data(t_data), .rd_addr(c_raddr), .rd_data(ca_rdata), .copy_start(copy_start),
+            .copy_busy(copy_busy[g*5 + 0]));
+        wccp_bank_ram #(.AW(8), .DW(4)) cache_meth (
+            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
+            .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(copy_start),
+            .copy_busy(copy_busy[g*5 + 1]));
+        wccp_bank_ram #(.AW(9), .DW(32)) bucket (
+            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd2), .wr_addr(t_addr[8:0]),
+            .wr_data(t_data), .rd_addr(bk_raddr), .rd_data(bk_rdata), .copy_start(copy_start),
+            .copy_busy(copy_busy[g*5 + 2]));
+        wccp_bank_ram #(.AW(6), .DW(32)) maskpos (
+            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd3), .wr_addr(t_addr[5:0]),
+            .wr_data(t_data), .rd_addr(mp_raddr), .rd_data(mp_rdata), .copy_start(copy_start),
+            .copy_busy(copy_busy[g*5 + 3]));
+        wccp_bank_ram #(.AW(10), .DW(32)) masktab (
+            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
+            .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(copy_start),
+            .copy_busy(copy_busy[g*5 + 4]));
+        wccp_ram #(.AW(8), .DW(54)) learnt (
+            .clk(clk), .wr_en(ln_we), .wr_addr(ln_widx), .wr_data(ln_wdata),
+            .rd_addr(c_raddr), .rd_data(ln_rdata));
+
+        wire        act_valid, act_ready, act_drop, act_port;
+        wire [11:0] act_start;
+        wire [10:0] act_flen, act_src_off, act_copy_len;
+        wire [5:0]  act_hlen;
+        wire [367:0] act_hdr;
+        wire [11:0] ev_b;
+        wccp_decide #(.PORT(g)) decide (
+            .clk(clk), .rst(rst), .hold(hold), .busy(busy[g]),
+            .in_valid(q_valid), .in_ready(q_pop), .in_start(q_start), .in_flen(q_flen),
+            .in_dst_mac(q_dst), .in_src_mac(q_src), .in_vlan(q_vlan), .in_tci(q_tci),
+            .in_is_ip(q_is_ip), .in_ip_ok(q_ip_ok), .in_proto(q_proto), .in_sip(q_sip),
+            .in_dip(q_dip), .in_sport(q_sport), .in_dport(q_dport), .in_totlen(q_totlen),
+            .in_ihl(q_ihl), .in_l4w0(q_l4w0), .in_l4b4(q_l4b4), .in_len4(q_len4), .in_len8(q_len8),
+            .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu),
+            .nh_mac(nh_mac[(g ^ 1)*48 +: 48]), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc),
+            .grp_flags(grp_flags), .grp_ports(grp_ports),
+            .c_raddr(c_raddr), .ca_rdata(ca_rdata), .cm_rdata(cm_rdata), .ln_rdata(ln_rdata),
+            .bk_raddr(bk_raddr), .bk_rdata(bk_rdata), .mp_raddr(mp_raddr), .mp_rdata(mp_rdata),
+            .mt_raddr(mt_raddr), .mt_rdata(mt_rdata),
+            .lr_valid(lrv[g]), .lr_idx(lri[g]), .lr_mac(lrm[g]), .lr_ack(lra[g]),
+            .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop), .act_port(act_port),
+            .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_hdr(act_hdr),
+            .act_src_off(act_src_off), .act_copy_len(act_copy_len),
+            .ev_cause(ev_cause[g*11 +: 11]), .ev_slot(ev_slot[g]), .ev_cache(),
+            .ev_bucket(), .ev_slot_idx(ev_slot_idx[g*3 +: 3]), .ev_cache_idx(),
+            .ev_bucket_idx(), .ev_bytes(ev_b));
+        assign ev_bytes[g*12 +: 12] = ev_b;
+
+        wccp_builder #(.BUF_AW(BUF_AW)) builder (
+            .clk(clk), .rst(rst), .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop),
+            .act_port(act_port), .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen),
+            .act_hdr(act_hdr), .act_src_off(act_src_off), .act_copy_len(act_copy_len),
+            .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
+            .req(b_req[g]), .m_data(b_data[g]), .m_valid(b_valid[g]), .m_last(b_last[g]),
+            .m_ready(b_ready[g]));
+    end
+    endgenerate
+
+    // ---------------- egress: arbiter + MAC tx per port ----------------
+    wire [1:0] e_grant_valid;
+    wire [1:0] e_grant;          // which builder owns egress e
+    wire [1:0] tx_ready;
+    wire [7:0] txd [0:1];
+    wire       txen [0:1];
+    wire       txer [0:1];
+    generate
+    for (g = 0; g < 2; g = g + 1) begin : egress
+        wire       gv, gsel, s_ready, done;
+        wire [11:0] flen;
+        wccp_arbiter arb (
+            .clk(clk), .rst(rst), .req({b_req[1][g], b_req[0][g]}), .grant_valid(gv), .grant(gsel));
+        assign e_grant_valid[g] = gv;
+        assign e_grant[g] = gsel;
+        assign tx_ready[g] = s_ready;
+        wccp_mac_tx mac_tx (
+            .clk(clk), .rst(rst), .s_data(gsel ? b_data[1] : b_data[0]),
+            .s_valid(gv && (gsel ? b_valid[1] : b_valid[0])),
+            .s_last(gsel ? b_last[1] : b_last[0]), .s_ready(s_ready),
+            .gmii_txd(txd[g]), .gmii_tx_en(txen[g]), .gmii_tx_er(txer[g]),
+            .frame_done(done), .frame_len(flen));
+        assign ev_tx[g] = done;
+        assign ev_tx_len[g*12 +: 12] = flen;
+    end
+    endgenerate
+    assign b_ready[0] = (e_grant_valid[0] && e_grant[0] == 1'b0 && tx_ready[0]) ||
+                        (e_grant_valid[1] && e_grant[1] == 1'b0 && tx_ready[1]);
+    assign b_ready[1] = (e_grant_valid[0] && e_grant[0] == 1'b1 && tx_ready[0]) ||
+                        (e_grant_valid[1] && e_grant[1] == 1'b1 && tx_ready[1]);
+    assign gmii0_txd = txd[0]; assign gmii0_tx_en = txen[0]; assign gmii0_tx_er = txer[0];
+    assign gmii1_txd = txd[1]; assign gmii1_tx_en = txen[1]; assign gmii1_tx_er = txer[1];
+endmodule
+`default_nettype wire

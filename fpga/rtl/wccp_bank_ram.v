@@ -1,0 +1,63 @@
+// Double-banked table RAM (maps to ECP5 DP16KD): the datapath reads the live bank, the
+// register interface writes the shadow bank. After a commit flips `live`, copy_start
+// copies the new live bank into the new shadow bank (2 cycles per word) so that later
+// partial updates start from the live contents.
+`timescale 1ns / 1ps
+`default_nettype none
+module wccp_bank_ram #(
+    parameter AW = 8,
+    parameter DW = 32
+) (
+    input  wire          clk,
+    input  wire          rst,
+    input  wire          live,
+    input  wire          wr_en,
+    input  wire [AW-1:0] wr_addr,
+    input  wire [DW-1:0] wr_data,
+    input  wire [AW-1:0] rd_addr,
+    output reg  [DW-1:0] rd_data,
+    input  wire          copy_start,
+    output reg           copy_busy
+);
+    reg [DW-1:0] mem [0:(1 << (AW + 1)) - 1];
+    reg [AW-1:0] cidx;
+    reg          cphase;
+    reg [DW-1:0] b_rdata;
+
+    wire          b_we   = copy_busy ? cphase : wr_en;
+    wire [AW:0]   b_addr = copy_busy ? {cphase ? ~live : live, cidx} : {~live, wr_addr};
+    wire [DW-1:0] b_wdata = copy_busy ? b_rdata : wr_data;
+
+    integer i;
+    initial begin
+        for (i = 0; i < (1 << (AW + 1)); i = i + 1) mem[i] = {DW{1'b0}};
+    end
+
+    always @(posedge clk) begin
+        rd_data <= mem[{live, rd_addr}];
+    end
+
+    always @(posedge clk) begin
+        if (b_we) mem[b_addr] <= b_wdata;
+        b_rdata <= mem[b_addr];
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            copy_busy <= 1'b0;
+            cidx <= {AW{1'b0}};
+            cphase <= 1'b0;
+        end else if (copy_start) begin
+            copy_busy <= 1'b1;
+            cidx <= {AW{1'b0}};
+            cphase <= 1'b0;
+        end else if (copy_busy) begin
+            cphase <= ~cphase;
+            if (cphase) begin
+                cidx <= cidx + 1'b1;
+                if (&cidx) copy_busy <= 1'b0;
+            end
+        end
+    end
+endmodule
+`default_nettype wire

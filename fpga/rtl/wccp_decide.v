@@ -1,0 +1,460 @@
+// Decision engine (one per receive port): takes the parse bundle of a good frame, learns
+// cache locations, recognises GRE return traffic, classifies against the service-group
+// slots, runs the hash (or mask) assignment and the cache resolution, and hands the
+// builder an action: which port, which header to prepend and which bytes of the received
+// frame to copy. Tables are read from the live bank; `hold` (commit pending) keeps it from
+// starting a new frame so that a commit always falls between two decisions.
+`timescale 1ns / 1ps
+`default_nettype none
+module wccp_decide #(
+    parameter PORT = 0
+) (
+    input  wire          clk,
+    input  wire          rst,
+    input  wire          hold,
+    output wire          busy,
+    // parse bundle
+    input  wire          in_valid,
+    output reg           in_ready,
+    input  wire [11:0]   in_start,
+    input  wire [10:0]   in_flen,
+    input  wire [47:0]   in_dst_mac,
+    input  wire [47:0]   in_src_mac,
+    input  wire          in_vlan,
+    input  wire [15:0]   in_tci,
+    input  wire          in_is_ip,
+    input  wire          in_ip_ok,
+    input  wire [7:0]    in_proto,
+    input  wire [31:0]   in_sip,
+    input  wire [31:0]   in_dip,
+    input  wire [15:0]   in_sport,
+    input  wire [15:0]   in_dport,
+    input  wire [15:0]   in_totlen,
+    input  wire [3:0]    in_ihl,
+    input  wire [31:0]   in_l4w0,
+    input  wire [7:0]    in_l4b4,
+    input  wire [15:0]   in_len4,
+    input  wire [15:0]   in_len8,
+    // live configuration
+    input  wire          active,
+    input  wire [31:0]   router_id,
+    input  wire [47:0]   appl_mac,
+    input  wire [15:0]   mtu,
+    input  wire [47:0]   nh_mac,
+    input  wire [255:0]  grp_ctrl,
+    input  wire [255:0]  grp_svc,
+    input  wire [255:0]  grp_flags,
+    input  wire [1023:0] grp_ports,
+    // table reads (1-cycle latency)
+    output reg  [7:0]    c_raddr,
+    input  wire [31:0]   ca_rdata,
+    input  wire [3:0]    cm_rdata,
+    input  wire [53:0]   ln_rdata,    // {port_known, mac_known, port[3:0], mac[47:0]}
+    output reg  [8:0]    bk_raddr,
+    input  wire [31:0]   bk_rdata,
+    output reg  [5:0]    mp_raddr,
+    input  wire [31:0]   mp_rdata,
+    output reg  [9:0]    mt_raddr,
+    input  wire [31:0]   mt_rdata,
+    // learning
+    output reg           lr_valid,
+    output reg  [7:0]    lr_idx,
+    output reg  [47:0]   lr_mac,
+    input  wire          lr_ack,
+    // action
+    output reg           act_valid,
+    input  wire          act_ready,
+    output reg           act_drop,
+    output reg           act_port,
+    output reg  [11:0]   act_start,
+    output reg  [10:0]   act_flen,
+    output reg  [5:0]    act_hlen,
+    output reg  [367:0]  act_hdr,
+    output reg  [10:0]   act_src_off,
+    output reg  [10:0]   act_copy_len,
+    // events (one-cycle pulses)
+    output reg  [10:0]   ev_cause,    // see CAUSE_* below
+    output reg           ev_slot,
+    output reg           ev_cache,
+    output reg           ev_bucket,
+    output reg  [2:0]    ev_slot_idx,
+    output reg  [4:0]    ev_cache_idx,
+    output reg  [7:0]    ev_bucket_idx,
+    output reg  [11:0]   ev_bytes
+);
+    localparam C_NOTRED = 0, C_FROMC = 1, C_UNASS = 2, C_UNKN = 3, C_TOOBIG = 4, C_RET = 5,
+               C_L2 = 6, C_GRE = 7, C_LEARN = 8, C_RETBAD = 9;
+
+    localparam S_IDLE = 4'd0, S_CLASS = 4'd1, S_SISSUE = 4'd2, S_SCHK = 4'd3, S_SLEARN = 4'd4,
+               S_DEC = 4'd5, S_B1 = 4'd6, S_B2 = 4'd7, S_M0 = 4'd8, S_M1 = 4'd9, S_M2 = 4'd10,
+               S_CIDX = 4'd11, S_C = 4'd12, S_OUT = 4'd13, S_GRE = 4'd14, S_MA = 4'd15;
+    reg [3:0] state;
+    assign busy = (state != S_IDLE);
+
+    // latched bundle
+    reg [11:0] f_start;
+    reg [10:0] f_flen;
+    reg [47:0] f_dst, f_src;
+    reg        f_vlan;
+    reg [15:0] f_tci;
+    reg        f_is_ip, f_ip_ok;
+    reg [7:0]  f_proto;
+    reg [31:0] f_sip, f_dip;
+    reg [15:0] f_sport, f_dport, f_totlen;
+    reg [3:0]  f_ihl;
+    reg [31:0] f_l4w0;
+    reg [7:0]  f_l4b4;
+    reg [15:0] f_len4, f_len8;
+
+    // classification (combinational over the 8 slots)
+    reg [7:0] smatch;
+    integer s, j;
+    always @(*) begin
+        for (s = 0; s < 8; s = s + 1) begin : cls
+            reg [7:0]  sp;
+            reg [31:0] fl;
+            reg [15:0] pp;
+            reg        pm;
+            sp = grp_svc[s*32+24 +: 8];
+            fl = grp_flags[s*32 +: 32];
+            pp = fl[5] ? f_sport : f_dport;
+            pm = 1'b0;
+            for (j = 0; j < 8; j = j + 1)
+                if (grp_ports[s*128 + (7-j)*16 +: 16] == pp && pp != 16'd0) pm = 1'b1;
+            smatch[s] = grp_ctrl[s*32] && (sp == 8'd0 || sp == f_proto) &&
+                        (!((sp == 8'd6 || sp == 8'd17) && fl[4]) || pm);
+        end
+    end
+
+    reg [2:0] msl;
+    reg       mfound;
+    reg [2:0] first_slot;
+    reg       any_slot;
+    always @(*) begin
+        first_slot = 3'd0;
+        any_slot = 1'b0;
+        for (s = 7; s >= 0; s = s - 1)
+            if (smatch[s]) begin
+                first_slot = s[2:0];
+                any_slot = 1'b1;
+            end
+    end
+
+    wire [31:0] m_ctrl  = grp_ctrl[msl*32 +: 32];
+    wire [31:0] m_svc   = grp_svc[msl*32 +: 32];
+    wire [31:0] m_flags = grp_flags[msl*32 +: 32];
+    wire [1:0]  m_assign = m_ctrl[2:1];
+    wire [2:0]  m_nsets  = m_ctrl[10:8];
+    wire [5:0]  m_ncache = m_ctrl[21:16];
+
+    // hash keys
+    function [7:0] fold32;
+        input [31:0] k;
+        fold32 = k[31:24] ^ k[23:16] ^ k[15:8] ^ k[7:0];
+    endfunction
+    wire [31:0] key1 = (m_flags[0] ? f_sip : 32'd0) ^ (m_flags[1] ? f_dip : 32'd0) ^
+                       (m_flags[2] ? {16'd0, f_sport} : 32'd0) ^ (m_flags[3] ? {16'd0, f_dport} : 32'd0);
+    wire [31:0] key2 = (m_flags[8] ? f_sip : 32'd0) ^ (m_flags[9] ? f_dip : 32'd0) ^
+                       (m_flags[10] ? {16'd0, f_sport} : 32'd0) ^ (m_flags[11] ? {16'd0, f_dport} : 32'd0);
+    wire [7:0] b1 = fold32(key1);
+    wire [7:0] b2 = fold32(key2);
+
+    // mask index from the 96-bit key and the set's bit positions
+    wire [95:0] key96 = {f_sip, f_dip, f_sport, f_dport};
+    reg  [31:0] mw0;
+    reg  [55:0] mpos;
+    reg  [6:0]  midx;
+    always @(*) begin
+        mpos = {mp_rdata[23:0], mw0};
+        for (j = 0; j < 7; j = j + 1)
+            midx[j] = mpos[j*8+7] && (mpos[j*8 +: 7] < 7'd96) && key96[mpos[j*8 +: 7]];
+    end
+
+    function [7:0] bsel;
+        input [31:0] w;
+        input [1:0] i;
+        case (i)
+        2'd0: bsel = w[31:24];
+        2'd1: bsel = w[23:16];
+        2'd2: bsel = w[15:8];
+        default: bsel = w[7:0];
+        endcase
+    endfunction
+
+    // GRE return checks
+    wire [15:0] hlen    = {10'd0, f_ihl, 2'b00};
+    wire        ret_hit = f_ip_ok && f_proto == 8'd47 && f_dip == router_id && f_l4w0 == 32'h0000883E &&
+                          (hlen + 16'd4 <= f_totlen);
+    wire        nib4    = (f_l4b4[7:4] == 4'd4);
+    wire [15:0] p_rel   = hlen + (nib4 ? 16'd4 : 16'd8);
+    wire [15:0] il      = nib4 ? f_len4 : f_len8;
+    wire        ret_bad = (hlen + 16'd4 >= f_totlen) || (p_rel + 16'd4 > f_totlen) ||
+                          (il < 16'd20) || (p_rel + il > f_totlen);
+    wire [10:0] l2len   = f_vlan ? 11'd18 : 11'd14;
+
+    // outer IPv4 header checksum for GRE
+    wire [15:0] gre_tl = f_totlen + 16'd28;
+    reg  [31:0] cache_ip;
+    wire [19:0] csum0 = 20'h04500 + {4'd0, gre_tl} + 20'h04000 + 20'h0402F +
+                        {4'd0, router_id[31:16]} + {4'd0, router_id[15:0]} +
+                        {4'd0, cache_ip[31:16]} + {4'd0, cache_ip[15:0]};
+    wire [16:0] csum1 = {1'b0, csum0[15:0]} + {13'd0, csum0[19:16]};
+    wire [15:0] csum  = ~(csum1[15:0] + {15'd0, csum1[16]});
+
+    // scan state
+    reg [2:0] sc_slot;
+    reg [4:0] sc_idx;
+    reg [7:0] ipm, macm;
+    reg [2:0] mset;
+    reg [6:0] cidx;
+    reg       alt_used;
+    reg [7:0] pb, ab;
+    reg       is_hash;
+    wire [5:0] sc_ncache = grp_ctrl[sc_slot*32+16 +: 6];
+
+    wire [31:0] rh = {6'd0, alt_used, (m_svc[7:0] == 8'd1), m_svc[15:8],
+                      (alt_used ? ab : 8'd0), (is_hash ? pb : 8'd0)};
+
+    // table read addresses (combinational: data is valid in the next state)
+    always @(*) begin
+        c_raddr  = (state == S_SISSUE) ? {sc_slot, sc_idx} : {msl, cidx[4:0]};
+        bk_raddr = (state == S_DEC) ? {msl, b1[7:2]} : {msl, ab[7:2]};
+        mp_raddr = {msl, mset[1:0], state == S_M0};
+        mt_raddr = {msl, mset[1:0], midx[6:2]};
+    end
+
+    task set_normal;
+        begin
+            act_drop <= 1'b0;
+            act_port <= PORT[0] ^ 1'b1;
+            act_hlen <= 6'd0;
+            act_src_off <= 11'd0;
+            act_copy_len <= f_flen;
+        end
+    endtask
+
+    always @(posedge clk) begin
+        in_ready <= 1'b0;
+        ev_cause <= 11'd0;
+        ev_slot <= 1'b0;
+        ev_cache <= 1'b0;
+        ev_bucket <= 1'b0;
+        if (rst) begin
+            state <= S_IDLE;
+            act_valid <= 1'b0;
+            lr_valid <= 1'b0;
+        end else begin
+            case (state)
+            S_IDLE: begin
+                if (in_valid && !hold && !in_ready) begin
+                    in_ready <= 1'b1;
+                    f_start <= in_start; f_flen <= in_flen; f_dst <= in_dst_mac; f_src <= in_src_mac;
+                    f_vlan <= in_vlan; f_tci <= in_tci; f_is_ip <= in_is_ip; f_ip_ok <= in_ip_ok;
+                    f_proto <= in_proto; f_sip <= in_sip; f_dip <= in_dip; f_sport <= in_sport;
+                    f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
+                    f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
+                    state <= S_CLASS;
+                end
+            end
+            S_CLASS: begin
+                msl <= first_slot;
+                mfound <= any_slot;
+                ipm <= 8'd0;
+                macm <= 8'd0;
+                sc_slot <= 3'd0;
+                sc_idx <= 5'd0;
+                act_start <= f_start;
+                act_flen <= f_flen;
+                ev_bytes <= {1'b0, f_flen} + 12'd4;
+                alt_used <= 1'b0;
+                is_hash <= 1'b0;
+                pb <= 8'd0;
+                ab <= 8'd0;
+                state <= f_ip_ok ? S_SISSUE : S_DEC;
+            end
+            S_SISSUE: begin
+                if ({1'b0, sc_idx} < sc_ncache) begin
+                    state <= S_SCHK;
+                end else begin
+                    sc_idx <= 5'd0;
+                    sc_slot <= sc_slot + 3'd1;
+                    if (sc_slot == 3'd7) state <= S_DEC;
+                end
+            end
+            S_SCHK: begin
+                if (ca_rdata == f_sip) begin
+                    ipm[sc_slot] <= 1'b1;
+                    lr_valid <= 1'b1;
+                    lr_idx <= {sc_slot, sc_idx};
+                    lr_mac <= f_src;
+                    ev_cause[C_LEARN] <= 1'b1;
+                    state <= S_SLEARN;
+                end else begin
+                    state <= S_SISSUE;
+                end
+                if (cm_rdata[3:2] == 2'd2 && ln_rdata[52] && ln_rdata[47:0] == f_src)
+                    macm[sc_slot] <= 1'b1;
+                if (sc_idx == 5'd31) begin
+                    sc_idx <= 5'd0;
+                    sc_slot <= sc_slot + 3'd1;
+                    if (sc_slot == 3'd7 && ca_rdata != f_sip) state <= S_DEC;
+                end else begin
+                    sc_idx <= sc_idx + 5'd1;
+                end
+            end
+            S_SLEARN: begin
+                if (lr_ack) begin
+                    lr_valid <= 1'b0;
+                    // sc_slot wrapped to 0 after slot 7 / index 31: scan finished
+                    state <= (sc_slot == 3'd0 && sc_idx == 5'd0) ? S_DEC : S_SISSUE;
+                end
+            end
+            S_DEC: begin
+                state <= S_OUT;
+                set_normal;
+                if (!f_is_ip) begin
+                    // not IPv4: forward, not counted
+                end else if (!f_ip_ok) begin
+                    if (active) ev_cause[C_NOTRED] <= 1'b1;
+                end else if (ret_hit) begin
+                    if (ret_bad) begin
+                        act_drop <= 1'b1;
+                        ev_cause[C_RETBAD] <= 1'b1;
+                    end else begin
+                        ev_cause[C_RET] <= 1'b1;
+                        act_hlen <= f_vlan ? 6'd18 : 6'd14;
+                        act_hdr <= f_vlan ?
+                            {((nh_mac != 48'd0) ? nh_mac : f_dst), appl_mac, 16'h8100, f_tci, 16'h0800, 224'd0} :
+                            {((nh_mac != 48'd0) ? nh_mac : f_dst), appl_mac, 16'h0800, 256'd0};
+                        act_src_off <= l2len + p_rel[10:0];
+                        act_copy_len <= il[10:0];
+                    end
+                end else if (!active || !mfound) begin
+                    // fail-open or no slot: forward normally
+                end else begin
+                    ev_slot <= 1'b1;
+                    ev_slot_idx <= msl;
+                    if (ipm[msl] || macm[msl]) begin
+                        ev_cause[C_FROMC] <= 1'b1;
+                    end else if (m_assign == 2'd1) begin
+                        pb <= b1;
+                        ab <= b2;
+                        is_hash <= 1'b1;
+                        state <= S_B1;
+                    end else if (m_assign == 2'd2 && m_nsets != 3'd0) begin
+                        mset <= 3'd0;
+                        state <= S_MA;
+                    end else begin
+                        ev_cause[C_UNASS] <= 1'b1;
+                    end
+                end
+            end
+            S_B1: begin
+                ev_bucket <= 1'b1;
+                ev_bucket_idx <= pb;
+                ev_slot_idx <= msl;
+                if (bsel(bk_rdata, pb[1:0]) == 8'hFF) begin
+                    ev_cause[C_UNASS] <= 1'b1;
+                    state <= S_OUT;
+                end else if (bsel(bk_rdata, pb[1:0]) & 8'h80) begin
+                    alt_used <= 1'b1;
+                    state <= S_B2;
+                end else begin
+                    cidx <= bsel(bk_rdata, pb[1:0]) & 8'h7F;
+                    state <= S_CIDX;
+                end
+            end
+            S_B2: begin
+                if (bsel(bk_rdata, ab[1:0]) == 8'hFF) begin
+                    ev_cause[C_UNASS] <= 1'b1;
+                    state <= S_OUT;
+                end else begin
+                    cidx <= bsel(bk_rdata, ab[1:0]) & 8'h7F;
+                    state <= S_CIDX;
+                end
+            end
+            S_MA: state <= S_M0;
+            S_M0: begin
+                mw0 <= mp_rdata;
+                state <= S_M1;
+            end
+            S_M1: begin
+                cidx <= midx;
+                state <= S_M2;
+            end
+            S_M2: begin
+                if (bsel(mt_rdata, cidx[1:0]) != 8'hFF) begin
+                    cidx <= bsel(mt_rdata, cidx[1:0]) & 8'h7F;
+                    state <= S_CIDX;
+                end else if (mset + 3'd1 < m_nsets) begin
+                    mset <= mset + 3'd1;
+                    state <= S_MA;
+                end else begin
+                    ev_cause[C_UNASS] <= 1'b1;
+                    state <= S_OUT;
+                end
+            end
+            S_CIDX: begin
+                if ({1'b0, cidx} >= {2'b0, m_ncache}) begin
+                    ev_cause[C_UNASS] <= 1'b1;
+                    state <= S_OUT;
+                end else begin
+                    state <= S_C;
+                end
+            end
+            S_C: begin
+                cache_ip <= ca_rdata;
+                if (!(ln_rdata[52] && ln_rdata[53])) begin
+                    ev_cause[C_UNKN] <= 1'b1;
+                    state <= S_OUT;
+                end else if (cm_rdata[1:0] == 2'd2) begin
+                    ev_cause[C_L2] <= 1'b1;
+                    ev_cache <= 1'b1;
+                    ev_cache_idx <= cidx[4:0];
+                    act_port <= ln_rdata[48];
+                    act_hlen <= 6'd12;
+                    act_hdr <= {ln_rdata[47:0], appl_mac, 272'd0};
+                    act_src_off <= 11'd12;
+                    act_copy_len <= f_flen - 11'd12;
+                    state <= S_OUT;
+                end else if (f_totlen + 16'd28 > mtu) begin
+                    ev_cause[C_TOOBIG] <= 1'b1;
+                    state <= S_OUT;
+                end else begin
+                    // GRE: header assembled in S_GRE (needs cache_ip for the checksum)
+                    ev_cause[C_GRE] <= 1'b1;
+                    ev_cache <= 1'b1;
+                    ev_cache_idx <= cidx[4:0];
+                    act_port <= ln_rdata[48];
+                    lr_mac <= ln_rdata[47:0];   // reuse as cache MAC holder
+                    state <= S_GRE;
+                end
+            end
+            S_GRE: begin
+                act_hlen <= f_vlan ? 6'd46 : 6'd42;
+                act_hdr <= f_vlan ?
+                    {lr_mac, appl_mac, 16'h8100, f_tci, 16'h0800,
+                     16'h4500, gre_tl, 16'h0000, 16'h4000, 16'h402F, csum, router_id, cache_ip,
+                     32'h0000883E, rh} :
+                    {lr_mac, appl_mac, 16'h0800,
+                     16'h4500, gre_tl, 16'h0000, 16'h4000, 16'h402F, csum, router_id, cache_ip,
+                     32'h0000883E, rh, 32'd0};
+                act_src_off <= l2len;
+                act_copy_len <= f_totlen[10:0];
+                state <= S_OUT;
+            end
+            S_OUT: begin
+                if (!act_valid) begin
+                    act_valid <= 1'b1;
+                end else if (act_ready) begin
+                    act_valid <= 1'b0;
+                    state <= S_IDLE;
+                end
+            end
+            default: state <= S_IDLE;
+            endcase
+        end
+    end
+
+endmodule
+`default_nettype wire

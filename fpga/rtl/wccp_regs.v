@@ -1,0 +1,252 @@
+// Register file: global/group configuration (shadow + live flip-flops), table write
+// strobes for the banked RAMs, commit sequencing, fail-open watchdog and counters.
+// Register bus: reg_rd/reg_wr with a 24-bit word address; read data one cycle later.
+`timescale 1ns / 1ps
+`default_nettype none
+module wccp_regs #(
+    parameter CLK_PER_US = 125,
+    parameter WDT_RESET_US = 1000000
+) (
+    input  wire          clk,
+    input  wire          rst,
+    input  wire [23:0]   reg_addr,
+    input  wire          reg_wr,
+    input  wire [31:0]   reg_wdata,
+    input  wire          reg_rd,
+    output reg  [31:0]   reg_rdata,
+    output reg           reg_rvalid,
+    // live configuration
+    output reg           active,
+    output reg  [31:0]   router_id,
+    output reg  [47:0]   appl_mac,
+    output reg  [15:0]   mtu,
+    output reg  [95:0]   nh_mac,       // {port1, port0}
+    output reg  [255:0]  grp_ctrl,
+    output reg  [255:0]  grp_svc,
+    output reg  [255:0]  grp_flags,
+    output reg  [1023:0] grp_ports,
+    // banked tables
+    output reg           live,
+    output reg           copy_start,
+    input  wire          copy_busy,
+    output reg           hold,
+    input  wire          engines_busy,
+    output reg           t_wr,
+    output reg  [2:0]    t_sel,        // 0 cache addr, 1 cache method, 2 bucket, 3 maskpos, 4 masktab
+    output reg  [9:0]    t_addr,
+    output reg  [31:0]   t_data,
+    // learnt-state write (live)
+    output reg           ln_wr,
+    output reg  [7:0]    ln_idx,
+    output reg  [53:0]   ln_data,
+    input  wire          ln_ack,
+    // counter events, per receive/transmit port (2 ports)
+    input  wire [1:0]    ev_rx,
+    input  wire [23:0]   ev_rx_len,
+    input  wire [7:0]    ev_drop,      // per port {overflow, oversize, bad_fcs, runt}
+    input  wire [1:0]    ev_tx,
+    input  wire [23:0]   ev_tx_len,
+    input  wire [21:0]   ev_cause,     // per port 11 bits (wccp_decide CAUSE order)
+    input  wire [1:0]    ev_slot,
+    input  wire [5:0]    ev_slot_idx,
+    input  wire [23:0]   ev_bytes
+);
+`include "wccp_regmap.vh"
+
+    // ---------------- shadow configuration ----------------
+    reg  [31:0]   s_router_id;
+    reg  [47:0]   s_mac;
+    reg  [15:0]   s_mtu;
+    reg  [95:0]   s_nh;
+    reg  [255:0]  s_ctrl, s_svc, s_flags;
+    reg  [1023:0] s_ports;
+    reg  [31:0]   control, wdt_timeout, wdt_left, commits;
+    reg  [6:0]    prescale;
+    reg           wdt_armed;
+    reg  [47:0]   ln_stage;
+    reg           commit_req, commit_copy;
+
+    wire [23:0] a = reg_addr;
+    wire        in_group = (a >= `WCCP_GROUP_BASE) && (a < `WCCP_GROUP_BASE + 24'h100);
+    wire [2:0]  g_slot = a[7:5];
+    wire [4:0]  g_off = a[4:0];
+    wire        in_cache = (a >= `WCCP_CACHE_BASE) && (a < `WCCP_CACHE_BASE + 24'h400);
+    wire        in_bucket = (a >= `WCCP_BUCKET_BASE) && (a < `WCCP_BUCKET_BASE + 24'h200);
+    wire        in_maskset = (a >= `WCCP_MASKSET_BASE) && (a < `WCCP_MASKSET_BASE + 24'h80);
+    wire        in_masktab = (a >= `WCCP_MASKTAB_BASE) && (a < `WCCP_MASKTAB_BASE + 24'h400);
+
+    // ---------------- counters ----------------
+    reg [31:0] pc [0:63];          // port counters: port*32 + offset (offsets 0..17)
+    reg [31:0] sc [0:31];          // slot counters: slot*4 + port*2 + {0 frames, 1 bytes}
+    integer p, i;
+
+    always @(posedge clk) begin
+        reg_rvalid <= 1'b0;
+        t_wr <= 1'b0;
+        copy_start <= 1'b0;
+        if (rst) begin
+            s_router_id <= 32'd0; s_mac <= 48'd0; s_mtu <= 16'd1500; s_nh <= 96'd0;
+            s_ctrl <= 256'd0; s_svc <= 256'd0; s_flags <= 256'd0; s_ports <= 1024'd0;
+            router_id <= 32'd0; appl_mac <= 48'd0; mtu <= 16'd1500; nh_mac <= 96'd0;
+            grp_ctrl <= 256'd0; grp_svc <= 256'd0; grp_flags <= 256'd0; grp_ports <= 1024'd0;
+            control <= 32'd0; wdt_timeout <= WDT_RESET_US; wdt_left <= 32'd0; wdt_armed <= 1'b0;
+            prescale <= 7'd0; commits <= 32'd0;
+            live <= 1'b0; hold <= 1'b0; commit_req <= 1'b0; commit_copy <= 1'b0;
+            ln_wr <= 1'b0; active <= 1'b0;
+            for (i = 0; i < 64; i = i + 1) pc[i] <= 32'd0;
+            for (i = 0; i < 32; i = i + 1) sc[i] <= 32'd0;
+        end else begin
+            // ---- watchdog ----
+            if (prescale == CLK_PER_US - 1) begin
+                prescale <= 7'd0;
+                if (wdt_armed && wdt_timeout != 32'd0) begin
+                    if (wdt_left <= 32'd1) begin
+                        wdt_left <= 32'd0;
+                        wdt_armed <= 1'b0;
+                    end else begin
+                        wdt_left <= wdt_left - 32'd1;
+                    end
+                end
+            end else begin
+                prescale <= prescale + 7'd1;
+            end
+            active <= control[0] && wdt_armed;
+
+            // ---- commit sequencing ----
+            if (commit_req) begin
+                hold <= 1'b1;
+                if (hold && !engines_busy) begin
+                    live <= ~live;
+                    router_id <= s_router_id; appl_mac <= s_mac; mtu <= s_mtu; nh_mac <= s_nh;
+                    grp_ctrl <= s_ctrl; grp_svc <= s_svc; grp_flags <= s_flags; grp_ports <= s_ports;
+                    commits <= commits + 32'd1;
+                    commit_req <= 1'b0;
+                    commit_copy <= 1'b1;
+                    copy_start <= 1'b1;
+                    hold <= 1'b0;
+                end
+            end else if (commit_copy && !copy_start && !copy_busy) begin
+                commit_copy <= 1'b0;
+            end
+
+            if (ln_ack) ln_wr <= 1'b0;
+
+            // ---- register writes ----
+            if (reg_wr) begin
+                if (a == `WCCP_CONTROL) begin
+                    control <= reg_wdata;
+                    if (reg_wdata[0] && !control[0]) begin
+                        wdt_armed <= 1'b0;
+                        wdt_left <= 32'd0;
+                    end
+                end
+                if (a == `WCCP_HEARTBEAT) begin
+                    wdt_armed <= 1'b1;
+                    wdt_left <= wdt_timeout;
+                end
+                if (a == `WCCP_WDT_TIMEOUT) wdt_timeout <= reg_wdata;
+                if (a == `WCCP_COMMIT && reg_wdata[0]) commit_req <= 1'b1;
+                if (a == `WCCP_ROUTER_ID) s_router_id <= reg_wdata;
+                if (a == `WCCP_MAC_HI) s_mac[47:32] <= reg_wdata[15:0];
+                if (a == `WCCP_MAC_LO) s_mac[31:0] <= reg_wdata;
+                if (a == `WCCP_MTU) s_mtu <= reg_wdata[15:0];
+                if (a == `WCCP_NEXTHOP_MAC_HI) s_nh[47:32] <= reg_wdata[15:0];
+                if (a == `WCCP_NEXTHOP_MAC_LO) s_nh[31:0] <= reg_wdata;
+                if (a == `WCCP_NEXTHOP_MAC_HI + 2) s_nh[95:80] <= reg_wdata[15:0];
+                if (a == `WCCP_NEXTHOP_MAC_LO + 2) s_nh[79:48] <= reg_wdata;
+                if (in_group) begin
+                    case (g_off)
+                    5'd0: s_ctrl[g_slot*32 +: 32] <= reg_wdata;
+                    5'd1: s_svc[g_slot*32 +: 32] <= reg_wdata;
+                    5'd2: s_flags[g_slot*32 +: 32] <= reg_wdata;
+                    5'd3: s_ports[g_slot*128 + 96 +: 32] <= reg_wdata;
+                    5'd4: s_ports[g_slot*128 + 64 +: 32] <= reg_wdata;
+                    5'd5: s_ports[g_slot*128 + 32 +: 32] <= reg_wdata;
+                    5'd6: s_ports[g_slot*128 +: 32] <= reg_wdata;
+                    default: ;
+                    endcase
+                end
+                if (in_cache) begin
+                    // a[9:7] slot, a[6:2] cache, a[1:0] register
+                    case (a[1:0])
+                    2'd0: begin t_wr <= 1'b1; t_sel <= 3'd0; t_addr <= {2'b00, a[9:2]}; t_data <= reg_wdata; end
+                    2'd1: begin t_wr <= 1'b1; t_sel <= 3'd1; t_addr <= {2'b00, a[9:2]}; t_data <= reg_wdata; end
+                    2'd2: begin
+                        ln_wr <= 1'b1;
+                        ln_idx <= a[9:2];
+                        ln_data <= {reg_wdata[17], reg_wdata[16], reg_wdata[23:20], reg_wdata[15:0], ln_stage[31:0]};
+                    end
+                    default: ln_stage[31:0] <= reg_wdata;
+                    endcase
+                end
+                if (in_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; t_addr <= {1'b0, a[8:0]}; t_data <= reg_wdata; end
+                if (in_maskset) begin
+                    // a[6:4] slot, a[3:1] set (0..3 used), a[0] word
+                    t_wr <= 1'b1; t_sel <= 3'd3; t_addr <= {4'd0, a[6:4], a[2:1], a[0]}; t_data <= reg_wdata;
+                end
+                if (in_masktab) begin t_wr <= 1'b1; t_sel <= 3'd4; t_addr <= a[9:0]; t_data <= reg_wdata; end
+            end
+
+            // ---- register reads ----
+            if (reg_rd) begin
+                reg_rvalid <= 1'b1;
+                reg_rdata <= 32'd0;
+                case (a)
+                `WCCP_ID: reg_rdata <= `WCCP_ID_VALUE;
+                `WCCP_VERSION: reg_rdata <= `WCCP_REGMAP_VERSION;
+                `WCCP_CAPS: reg_rdata <= {4'd0, 4'd`WCCP_MAX_MASK_SETS, 8'd`WCCP_MAX_CACHES, 8'd`WCCP_MAX_GROUPS, 8'd2};
+                `WCCP_CONTROL: reg_rdata <= control;
+                `WCCP_STATUS: reg_rdata <= {29'd0, commit_req | commit_copy, !wdt_armed, active};
+                `WCCP_HEARTBEAT: reg_rdata <= wdt_left;
+                `WCCP_WDT_TIMEOUT: reg_rdata <= wdt_timeout;
+                `WCCP_COMMIT: reg_rdata <= commits;
+                `WCCP_ROUTER_ID: reg_rdata <= s_router_id;
+                `WCCP_MAC_HI: reg_rdata <= {16'd0, s_mac[47:32]};
+                `WCCP_MAC_LO: reg_rdata <= s_mac[31:0];
+                `WCCP_MTU: reg_rdata <= {16'd0, s_mtu};
+                default: begin
+                    if (in_group) begin
+                        case (g_off)
+                        5'd0: reg_rdata <= s_ctrl[g_slot*32 +: 32];
+                        5'd1: reg_rdata <= s_svc[g_slot*32 +: 32];
+                        5'd2: reg_rdata <= s_flags[g_slot*32 +: 32];
+                        5'd3: reg_rdata <= s_ports[g_slot*128 + 96 +: 32];
+                        5'd4: reg_rdata <= s_ports[g_slot*128 + 64 +: 32];
+                        5'd5: reg_rdata <= s_ports[g_slot*128 + 32 +: 32];
+                        5'd6: reg_rdata <= s_ports[g_slot*128 +: 32];
+                        default: ;
+                        endcase
+                    end
+                    if (a[23:6] == (`WCCP_PORTCNT_BASE >> 6))
+                        reg_rdata <= pc[a[5:0]];
+                    if (a[23:7] == (`WCCP_SLOTCNT_BASE >> 7) && a[3:2] == 2'd0)
+                        reg_rdata <= sc[{a[6:4], a[1:0]}];
+                end
+                endcase
+            end
+
+            // ---- counters ----
+            for (p = 0; p < 2; p = p + 1) begin
+                if (ev_rx[p]) begin
+                    pc[p*32 + 0] <= pc[p*32 + 0] + 32'd1;
+                    pc[p*32 + 1] <= pc[p*32 + 1] + {20'd0, ev_rx_len[p*12 +: 12]};
+                end
+                if (ev_tx[p]) begin
+                    pc[p*32 + 2] <= pc[p*32 + 2] + 32'd1;
+                    pc[p*32 + 3] <= pc[p*32 + 3] + {20'd0, ev_tx_len[p*12 +: 12]};
+                end
+                for (i = 0; i < 4; i = i + 1)
+                    if (ev_drop[p*4 + i]) pc[p*32 + 4 + i] <= pc[p*32 + 4 + i] + 32'd1;
+                // causes: 0 notred,1 fromc,2 unass,3 unkn,4 toobig,5 ret,6 l2,7 gre,8 learn,9 retbad
+                for (i = 0; i < 10; i = i + 1)
+                    if (ev_cause[p*11 + i]) pc[p*32 + 8 + i] <= pc[p*32 + 8 + i] + 32'd1;
+                if (ev_slot[p]) begin
+                    sc[{ev_slot_idx[p*3 +: 3], p[0], 1'b0}] <= sc[{ev_slot_idx[p*3 +: 3], p[0], 1'b0}] + 32'd1;
+                    sc[{ev_slot_idx[p*3 +: 3], p[0], 1'b1}] <= sc[{ev_slot_idx[p*3 +: 3], p[0], 1'b1}] +
+                                                             {20'd0, ev_bytes[p*12 +: 12]};
+                end
+            end
+        end
+    end
+endmodule
+`default_nettype wire

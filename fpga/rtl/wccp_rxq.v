@@ -1,0 +1,134 @@
+// Receive queue (one per port): MAC rx + parser + store-and-forward frame buffer + queue
+// of parse bundles. A frame enters the buffer only when it is complete and good (FCS and
+// size); otherwise, or when buffer/queue are full, it is dropped whole and counted.
+`timescale 1ns / 1ps
+`default_nettype none
+module wccp_rxq #(
+    parameter BUF_AW = 12,
+    parameter QAW = 4
+) (
+    input  wire          clk,
+    input  wire          rst,
+    input  wire [7:0]    gmii_rxd,
+    input  wire          gmii_rx_dv,
+    input  wire          gmii_rx_er,
+    // buffer read side (builder)
+    input  wire [BUF_AW-1:0] buf_raddr,
+    output reg  [7:0]    buf_rdata,
+    input  wire [BUF_AW-1:0] rel_ptr,
+    // bundle queue
+    output wire          q_valid,
+    input  wire          q_pop,
+    output wire [BUF_AW-1:0] q_start,
+    output wire [10:0]   q_flen,
+    output wire [47:0]   q_dst_mac,
+    output wire [47:0]   q_src_mac,
+    output wire          q_vlan,
+    output wire [15:0]   q_tci,
+    output wire          q_is_ip,
+    output wire          q_ip_ok,
+    output wire [7:0]    q_proto,
+    output wire [31:0]   q_sip,
+    output wire [31:0]   q_dip,
+    output wire [15:0]   q_sport,
+    output wire [15:0]   q_dport,
+    output wire [15:0]   q_totlen,
+    output wire [3:0]    q_ihl,
+    output wire [31:0]   q_l4w0,
+    output wire [7:0]    q_l4b4,
+    output wire [15:0]   q_len4,
+    output wire [15:0]   q_len8,
+    // events
+    output reg           ev_rx,
+    output reg  [11:0]   ev_rx_len,
+    output reg  [3:0]    ev_drop        // {overflow, oversize, bad_fcs, runt}
+);
+    wire [7:0]  r_data;
+    wire        r_valid, r_last, r_good, r_runt, r_bad, r_over;
+    wire [11:0] r_len;
+    wccp_mac_rx mac (
+        .clk(clk), .rst(rst), .gmii_rxd(gmii_rxd), .gmii_rx_dv(gmii_rx_dv), .gmii_rx_er(gmii_rx_er),
+        .m_data(r_data), .m_valid(r_valid), .m_last(r_last), .m_good(r_good), .m_runt(r_runt),
+        .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len));
+
+    wire        p_done, p_vlan, p_is_ip, p_ip_ok;
+    wire [47:0] p_dst, p_src;
+    wire [15:0] p_tci, p_sport, p_dport, p_totlen, p_len4, p_len8;
+    wire [10:0] p_flen;
+    wire [7:0]  p_proto, p_l4b4;
+    wire [31:0] p_sip, p_dip, p_l4w0;
+    wire [3:0]  p_ihl;
+    wccp_parser parser (
+        .clk(clk), .rst(rst), .s_data(r_data), .s_valid(r_valid), .s_last(r_last),
+        .done(p_done), .dst_mac(p_dst), .src_mac(p_src), .vlan(p_vlan), .vlan_tci(p_tci),
+        .frame_len(p_flen), .is_ip(p_is_ip), .ip_ok(p_ip_ok), .proto(p_proto), .sip(p_sip),
+        .dip(p_dip), .sport(p_sport), .dport(p_dport), .totlen(p_totlen), .ihl(p_ihl),
+        .l4_word0(p_l4w0), .l4_byte4(p_l4b4), .l4_len8(p_len8), .l4_len4(p_len4));
+
+    // ---- frame buffer ----
+    reg [7:0] mem [0:(1 << BUF_AW) - 1];
+    reg [BUF_AW-1:0] wp, fstart;
+    reg              ovf;          // this frame did not fit
+    reg              keep;         // frame complete and good, push at p_done
+    wire [BUF_AW-1:0] used = wp - rel_ptr;
+    wire             full = (used == {BUF_AW{1'b1}});
+
+    always @(posedge clk) begin
+        buf_rdata <= mem[buf_raddr];
+        if (r_valid && !full && !ovf && !(r_last && !r_good)) mem[wp] <= r_data;
+    end
+
+    // ---- bundle queue ----
+    localparam BW = BUF_AW + 11 + 48 + 48 + 1 + 16 + 1 + 1 + 8 + 32 + 32 + 16 + 16 + 16 + 4 + 32 + 8 + 16 + 16;
+    reg [BW-1:0] q [0:(1 << QAW) - 1];
+    reg [QAW:0]  qw, qr;
+    wire         q_full = (qw - qr) == (1 << QAW);
+    assign q_valid = (qw != qr);
+    assign {q_start, q_flen, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_ok, q_proto, q_sip,
+            q_dip, q_sport, q_dport, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
+
+    always @(posedge clk) begin
+        ev_rx <= 1'b0;
+        ev_drop <= 4'd0;
+        if (rst) begin
+            wp <= {BUF_AW{1'b0}};
+            fstart <= {BUF_AW{1'b0}};
+            ovf <= 1'b0;
+            keep <= 1'b0;
+            qw <= {(QAW+1){1'b0}};
+            qr <= {(QAW+1){1'b0}};
+        end else begin
+            if (q_pop && q_valid) qr <= qr + 1'b1;
+            keep <= 1'b0;
+            if (r_valid) begin
+                if (full && !r_last) ovf <= 1'b1;
+                if (!r_last) begin
+                    if (!full && !ovf) wp <= wp + 1'b1;
+                end else begin
+                    ev_rx <= 1'b1;
+                    ev_rx_len <= r_len;
+                    ovf <= 1'b0;
+                    if (!r_good) begin
+                        wp <= fstart;
+                        ev_drop <= {1'b0, r_over, r_bad, r_runt};
+                    end else if (full || ovf || q_full) begin
+                        wp <= fstart;
+                        ev_drop <= 4'b1000;
+                    end else begin
+                        wp <= wp + 1'b1;
+                        keep <= 1'b1;
+                    end
+                end
+            end
+            if (keep) begin
+                // p_done is high in this cycle: push the bundle
+                q[qw[QAW-1:0]] <= {fstart, p_flen, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_ok, p_proto,
+                                   p_sip, p_dip, p_sport, p_dport, p_totlen, p_ihl, p_l4w0, p_l4b4,
+                                   p_len4, p_len8};
+                qw <= qw + 1'b1;
+                fstart <= wp;
+            end
+        end
+    end
+endmodule
+`default_nettype wire

@@ -1,0 +1,441 @@
+"""Top-level test of fpga_core: tables programmed through the register interface (and SPI),
+randomised scapy traffic on both GMII ports, every output frame compared byte for byte
+(FCS included) with wccp.fwdmodel.ForwardingModel's prediction."""
+import os
+import pathlib
+import random
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import wccp_tb  # noqa: E402
+
+try:
+    import cocotb
+    from cocotb.clock import Clock
+    from cocotb.triggers import RisingEdge, Timer
+    from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
+except ImportError:  # collected by pytest outside a simulator: only the runner is needed
+    cocotb = None
+
+from wccp import regmap as R  # noqa: E402
+from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2  # noqa: E402
+from wccp.fwdmodel import ForwardingModel  # noqa: E402
+
+SEED = int(os.environ.get("WCCP_SEED", "1"))
+NFRAMES = int(os.environ.get("WCCP_FRAMES", "160"))
+CLK_NS = 8
+
+
+def _test(f):
+    return cocotb.test()(f) if cocotb is not None else f
+
+
+class TB:
+    def __init__(self, dut):
+        from wccp_hw import HwTables, RegBus, SpiMaster
+        self.dut = dut
+        self.bus = RegBus(dut)
+        self.spi = SpiMaster(dut)
+        self.hw = HwTables(self.bus)
+        cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
+        self.src = [GmiiSource(dut.gmii0_rxd, dut.gmii0_rx_er, dut.gmii0_rx_dv, dut.clk, dut.rst),
+                    GmiiSource(dut.gmii1_rxd, dut.gmii1_rx_er, dut.gmii1_rx_dv, dut.clk, dut.rst)]
+        self.sink = [GmiiSink(dut.gmii0_txd, dut.gmii0_tx_er, dut.gmii0_tx_en, dut.clk, dut.rst),
+                     GmiiSink(dut.gmii1_txd, dut.gmii1_tx_er, dut.gmii1_tx_en, dut.clk, dut.rst)]
+        self.expected = [[[], []], [[], []]]     # [out_port][src_port] -> list of frames
+        self.nexp = [0, 0]
+        self.got = [[], []]
+        self.alt_hits = {}
+
+    async def reset(self):
+        self.dut.rst.value = 1
+        for _ in range(10):
+            await RisingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+        for _ in range(5):
+            await RisingEdge(self.dut.clk)
+
+    async def send(self, port, frame, model=None, now=0, alternatives=None):
+        """Send a frame (with FCS) on port; record the model's expected outputs."""
+        if model is not None:
+            outs = model.process(port, frame, now=now)
+            if os.environ.get("WCCP_DEBUG"):
+                cocotb.log.info("send p%d %s -> %s", port, frame.hex(), [(o, d.hex()) for o, d in outs])
+            for o, data in outs:
+                self.expected[o][port].append(data if alternatives is None else alternatives(port, frame, data))
+                self.nexp[o] += 1
+        await self.src[port].send(GmiiFrame.from_raw_payload(frame))
+
+    async def collect(self, timeout_us=2000):
+        """Wait for all expected frames, then check nothing else arrives; compare."""
+        waited = 0
+        while True:
+            for o in range(2):
+                while not self.sink[o].empty():
+                    f = self.sink[o].recv_nowait()
+                    assert f.error is None or not any(f.error), "tx_er asserted on port %d" % o
+                    self.got[o].append(bytes(f.get_payload(strip_fcs=False)))
+            if all(len(self.got[o]) >= self.nexp[o] for o in range(2)) and \
+                    all(self.src[p].empty() and self.src[p].idle() for p in range(2)):
+                break
+            await Timer(2, "us")
+            waited += 2
+            assert waited < timeout_us, "timeout: got %r of %r frames" % ([len(g) for g in self.got], self.nexp)
+        await Timer(20, "us")
+        for o in range(2):
+            while not self.sink[o].empty():
+                self.got[o].append(bytes(self.sink[o].recv_nowait().get_payload(strip_fcs=False)))
+        for o in range(2):
+            assert len(self.got[o]) == self.nexp[o], "port %d: %d frames, expected %d" % (
+                o, len(self.got[o]), self.nexp[o])
+            queues = [list(q) for q in self.expected[o]]
+            last_alt = [0, 0]
+            for n, f in enumerate(self.got[o]):
+                ok = False
+                for sp, q in enumerate(queues):
+                    k = _match(q[0], f) if q else None
+                    if k is not None:
+                        q.pop(0)
+                        ok = True
+                        # alternatives: once a source port's frames follow the new tables,
+                        # none may follow the old ones again
+                        assert k >= last_alt[sp], "port %d: frame %d went back to old tables" % (o, n)
+                        last_alt[sp] = k
+                        self.alt_hits[k] = self.alt_hits.get(k, 0) + 1
+                        break
+                if not ok:
+                    heads = [q[0].hex() if q and isinstance(q[0], bytes) else repr(q[0] if q else None)
+                             for q in queues]
+                    raise AssertionError("port %d frame %d unexpected:\n got %s\n heads %s" % (
+                        o, n, f.hex(), heads))
+        self.expected = [[[], []], [[], []]]
+        self.nexp = [0, 0]
+        self.got = [[], []]
+
+    async def counters(self):
+        c = {}
+        names = ["rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_runt", "rx_bad_fcs",
+                 "rx_oversize", "rx_overflow", "not_redirectable", "from_cache", "unassigned",
+                 "cache_unknown", "gre_too_big", "gre_return", "redirect_l2", "redirect_gre",
+                 "learnt", "gre_return_bad"]
+        for i, n in enumerate(names):
+            c[n] = [await self.bus.read(R.PORTCNT_BASE + p * R.PORTCNT_STRIDE + i) for p in range(2)]
+        c["slot_frames"] = []
+        c["slot_bytes"] = []
+        for s in range(8):
+            b = R.SLOTCNT_BASE + s * R.SLOTCNT_STRIDE
+            c["slot_frames"].append(sum([await self.bus.read(b + 2 * p) for p in range(2)]))
+            c["slot_bytes"].append(sum([await self.bus.read(b + 2 * p + 1) for p in range(2)]))
+        return c
+
+
+def _match(exp, got):
+    """Index of the alternative `got` equals (0 for a plain expected frame), or None."""
+    if isinstance(exp, (list, tuple)):
+        for i, e in enumerate(exp):
+            if e == got:
+                return i
+        return None
+    return 0 if exp == got else None
+
+
+# ------------------------------------------------------------------ scenario
+
+ROUTER_ID = 0x0A000001
+APPL_MAC = bytes.fromhex("020000000001")
+
+
+class Scenario:
+    def __init__(self, rng):
+        from wccp_frames import FrameGen
+        self.rng = rng
+        self.caches = [0x0A010001 + i for i in range(5)]
+        self.macs = [bytes([0x02, 0xCC, 0, 0, 0, i + 1]) for i in range(5)]
+        self.ports = [rng.randrange(2) for _ in range(5)]
+        self.gen = FrameGen(rng, ROUTER_ID, self.caches, self.macs, self.ports, APPL_MAC)
+
+    def tables(self):
+        r = self.rng
+        c = self.caches
+
+        def cent(i, fwd, ret):
+            return {"address": c[i], "forward": fwd, "ret": ret}
+        groups = []
+        # slot 0: TCP 80/8080 dst ports, hash dst-ip with alternate on src port, GRE + L2 caches
+        b0 = []
+        for _ in range(256):
+            x = r.random()
+            b0.append(0xFF if x < 0.1 else (0x80 | r.randrange(3)) if x < 0.3 else r.randrange(4))
+        groups.append((0, {"service_type": 1, "service_id": 90, "priority": 200, "protocol": 6,
+                           "service_flags": 0x2 | 0x10 | 0x400, "ports": [80, 8080]},
+                       [cent(0, FWD_GRE, RET_GRE), cent(1, FWD_L2, RET_L2), cent(2, FWD_GRE, RET_GRE)],
+                       ("hash", b0)))
+        # slot 1: UDP any port, mask assignment on src/dst ip and dst port
+        sets = []
+        for _ in range(r.randrange(1, 4)):
+            m = (r.choice([0, 0x1, 0x100]), r.choice([0x1741, 0x7, 0x30]), 0, r.choice([0, 0x1, 0x3]))
+            vals = []
+            for _ in range(r.randrange(1, 40)):
+                vals.append((r.randrange(1 << 32) & m[0], r.randrange(1 << 32) & m[1], 0,
+                             r.randrange(1 << 16) & m[3], r.randrange(4)))
+            sets.append({"masks": m, "values": vals})
+        groups.append((1, {"service_type": 1, "service_id": 91, "priority": 150, "protocol": 17,
+                           "service_flags": 0x1, "ports": []},
+                       [cent(3, FWD_GRE, RET_GRE), cent(4, FWD_L2, RET_L2), cent(0, FWD_GRE, RET_GRE)],
+                       ("mask", sets)))
+        # slot 2: any protocol, source-port list (ignored for protocol 0), hash on src ip ^ dst port
+        b2 = [r.randrange(3) if r.random() < 0.8 else 0xFF for _ in range(256)]
+        groups.append((2, {"service_type": 1, "service_id": 92, "priority": 100, "protocol": 0,
+                           "service_flags": 0x1 | 0x8 | 0x10 | 0x20, "ports": [80]},
+                       [cent(4, FWD_GRE, RET_L2), cent(2, FWD_L2, RET_GRE), cent(1, FWD_GRE, RET_GRE)],
+                       ("hash", b2)))
+        return groups
+
+
+async def program(both, groups, mtu=1500):
+    await both.configure(ROUTER_ID, APPL_MAC, mtu)
+    await both.set_next_hop(0, bytes.fromhex("02ee000000a0"))
+    await both.set_next_hop(1, None)
+    for slot, svc, caches, (kind, a) in groups:
+        await both.set_group(slot, svc)
+        await both.set_caches(slot, caches)
+        if kind == "hash":
+            await both.set_hash(slot, a)
+        else:
+            await both.set_mask(slot, a)
+    await both.commit()
+
+
+def random_frame(sc, r):
+    g = sc.gen
+    x = r.random()
+    vlan = r.randrange(1, 4095) if r.random() < 0.15 else None
+    if x < 0.40:
+        return r.randrange(2), g.ip_frame(proto=6, vlan=vlan, plen=(0, 120))
+    if x < 0.60:
+        return r.randrange(2), g.ip_frame(proto=17, vlan=vlan, plen=(0, 120))
+    if x < 0.68:
+        return r.randrange(2), g.ip_frame(vlan=vlan, plen=(0, 120))
+    if x < 0.74:
+        ci = r.randrange(5)
+        return sc.ports[ci], g.gre_return(ci, vlan=vlan, redirect_header=r.random() < 0.8,
+                                          bad="short" if r.random() < 0.1 else None)
+    if x < 0.78:
+        ci = r.randrange(5)      # from a cache: its IP and MAC, on its port
+        return sc.ports[ci], g.ip_frame(src=sc.caches[ci], l2src=sc.macs[ci], vlan=vlan, plen=(0, 80))
+    if x < 0.82:
+        ci = r.randrange(5)      # L2 return: cache MAC, any IP, on its port
+        return sc.ports[ci], g.ip_frame(proto=6, dport=80, l2src=sc.macs[ci], plen=(0, 80))
+    if x < 0.86:
+        return r.randrange(2), g.non_ip()
+    if x < 0.88:
+        return r.randrange(2), g.ip_frame(proto=6, dport=80, plen=(1300, 1460))
+    from wccp_frames import MALFORMED
+    return r.randrange(2), ("raw", g.malformed(r.choice(MALFORMED)))
+
+
+def fcs_frame(f):
+    from wccp_frames import with_fcs
+    if isinstance(f, tuple):
+        return f[1]
+    return with_fcs(f)
+
+
+async def learn_caches(tb, sc, model):
+    for ci in range(len(sc.caches)):
+        f = fcs_frame(sc.gen.ip_frame(proto=17, src=sc.caches[ci], l2src=sc.macs[ci], dst=ROUTER_ID))
+        await tb.send(sc.ports[ci], f, model)
+    await tb.collect()
+
+
+@_test
+async def test_spi_registers(dut):
+    """SPI: read ID/VERSION, write and read back shadow registers with auto-increment."""
+    tb = TB(dut)
+    await tb.reset()
+    ident = await tb.spi.read(R.ID, 2)
+    assert ident == [R.ID_VALUE, R.REGMAP_VERSION], [hex(x) for x in ident]
+    await tb.spi.write(R.ROUTER_ID, [0x0A000002, 0x0000BEEF, 0x01020304, 1400])
+    got = await tb.spi.read(R.ROUTER_ID, 4)
+    assert got == [0x0A000002, 0x0000BEEF, 0x01020304, 1400], [hex(x) for x in got]
+    assert await tb.bus.read(R.ROUTER_ID) == 0x0A000002
+    base = R.GROUP_BASE + 3 * R.GROUP_STRIDE
+    await tb.spi.write(base + R.GROUP_SERVICE, [0x11223344, 0x55667788])
+    assert await tb.spi.read(base + R.GROUP_SERVICE, 2) == [0x11223344, 0x55667788]
+    st = await tb.spi.read(R.STATUS)
+    assert st[0] & R.STATUS_WDT_EXPIRED and not st[0] & R.STATUS_ACTIVE
+
+
+@_test
+async def test_random_traffic(dut):
+    """Random tables and traffic (incl. malformed frames) against the reference model."""
+    from wccp_hw import Both
+    rng = random.Random(SEED)
+    tb = TB(dut)
+    await tb.reset()
+    model = ForwardingModel()
+    both = Both(model, tb.hw)
+    sc = Scenario(rng)
+    groups = sc.tables()
+    await program(both, groups, mtu=rng.choice([1500, 1500, 600]))
+    await tb.hw.arm(1000000)
+    await tb.hw.heartbeat()
+    model.arm(1000000)
+    model.heartbeat(now=0)
+    await learn_caches(tb, sc, model)
+    for s in tb.src:
+        s.ifg = 60          # keep the load below what one egress can absorb with GRE growth
+    for _ in range(NFRAMES):
+        port, f = random_frame(sc, rng)
+        await tb.send(port, fcs_frame(f), model)
+    await tb.collect()
+    c = await tb.counters()
+    mc = model.counters()
+    for k in ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_runt", "rx_bad_fcs", "rx_oversize"):
+        assert c[k] == mc[k], (k, c[k], mc[k])
+    for k in ("not_redirectable", "from_cache", "unassigned", "cache_unknown", "gre_too_big", "gre_return",
+              "redirect_l2", "redirect_gre", "gre_return_bad"):
+        assert sum(c[k]) == mc[k], (k, c[k], mc[k])
+    assert c["slot_frames"] == mc["slot_frames"], (c["slot_frames"], mc["slot_frames"])
+    assert c["slot_bytes"] == mc["slot_bytes"]
+    assert sum(c["rx_overflow"]) == 0
+    assert mc["redirect_gre"] > 0 and mc["redirect_l2"] > 0 and mc["gre_return"] > 0
+    dut._log.info("model counters: %s", {k: v for k, v in mc.items() if not isinstance(v, list) or
+                                        not isinstance(v[0], list)})
+
+
+@_test
+async def test_atomic_commit(dut):
+    """Reprogram every table while traffic flows: each frame sees either the old or the new tables."""
+    from wccp_hw import Both
+    rng = random.Random(SEED + 7)
+    tb = TB(dut)
+    await tb.reset()
+    sc = Scenario(rng)
+    sc.ports = [1] * len(sc.ports)     # both caches behind port 1: A and B use the same egress
+    c = sc.caches
+
+    def tables(v):
+        bk = [(i + v) % 2 for i in range(256)]
+        return [(0, {"service_type": 1, "service_id": 90 + v, "priority": 1, "protocol": 6,
+                     "service_flags": 0x2 if v == 0 else 0x1, "ports": []},
+                 [{"address": c[0], "forward": FWD_GRE if v == 0 else FWD_L2, "ret": RET_GRE},
+                  {"address": c[1], "forward": FWD_L2 if v == 0 else FWD_GRE, "ret": RET_GRE}],
+                 ("hash", bk))]
+    model_a = ForwardingModel()
+    model_b = ForwardingModel()
+    both = Both(model_a, tb.hw)
+    await program(both, tables(0))
+    await program(Both(model_b, _NullHw()), tables(1))
+    for m in (model_a, model_b):
+        m.arm(1000000)
+        m.heartbeat(now=0)
+    await tb.hw.arm(1000000)
+    await tb.hw.heartbeat()
+    # learn cache locations in both models and the hardware
+    for ci in range(2):
+        f = fcs_frame(sc.gen.ip_frame(proto=17, src=c[ci], l2src=sc.macs[ci], dst=ROUTER_ID))
+        model_b.process(sc.ports[ci], f, now=0)
+        await tb.send(sc.ports[ci], f, model_a)
+    await tb.collect()
+
+    def alternatives(port, frame, data_a):
+        outs_b = model_b.process(port, frame, now=0)
+        return (data_a,) + tuple(d for _, d in outs_b)
+
+    # while frames stream, switch to tables B (rewriting slot 0 entirely) and commit
+    async def reprogram():
+        await Timer(3, "us")
+        hw_only = Both(_NullModel(), tb.hw)
+        await program(hw_only, tables(1))
+
+    tb.alt_hits = {}
+    task = cocotb.start_soon(reprogram())
+    for _ in range(60):
+        port = rng.randrange(2)
+        f = fcs_frame(sc.gen.ip_frame(proto=6, plen=(0, 60)))
+        await tb.send(port, f, model_a, alternatives=alternatives)
+    await task
+    await tb.collect()
+    dut._log.info("frames with old/new tables: %s", tb.alt_hits)
+    assert tb.alt_hits.get(0, 0) > 0 and tb.alt_hits.get(1, 0) > 0, tb.alt_hits
+    # the hardware must have switched: a frame now follows B only
+    f = fcs_frame(sc.gen.ip_frame(proto=6, plen=(0, 60)))
+    outs = model_b.process(0, f, now=0)
+    await tb.src[0].send(GmiiFrame.from_raw_payload(f))
+    for o, data in outs:
+        tb.expected[o][0].append(data)
+        tb.nexp[o] += 1
+    await tb.collect()
+    assert await tb.bus.read(R.COMMIT) == 2
+
+
+class _NullModel:
+    def __getattr__(self, name):
+        def sync(*a, **k):
+            return None
+        return sync
+
+
+class _NullHw:
+    def __getattr__(self, name):
+        async def call(*a, **k):
+            return None
+        return call
+
+
+@_test
+async def test_watchdog(dut):
+    """Heartbeat stops -> fail-open within the timeout; heartbeat re-arms redirection."""
+    from wccp_hw import Both
+    rng = random.Random(SEED + 3)
+    tb = TB(dut)
+    await tb.reset()
+    model = ForwardingModel()
+    sc = Scenario(rng)
+    c = sc.caches
+    groups = [(0, {"service_type": 1, "service_id": 77, "priority": 1, "protocol": 6,
+                   "service_flags": 0x2, "ports": []},
+               [{"address": c[0], "forward": FWD_GRE, "ret": RET_GRE}], ("hash", [0] * 256))]
+    await program(Both(model, tb.hw), groups)
+    timeout_us = 40
+    await tb.hw.arm(timeout_us)
+    model.arm(timeout_us)
+    # never heartbeaten: fail-open (learning still happens)
+    f = fcs_frame(sc.gen.ip_frame(proto=17, src=c[0], l2src=sc.macs[0], dst=ROUTER_ID))
+    await tb.send(sc.ports[0], f, model, now=0)
+    for _ in range(4):
+        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=0)
+    await tb.collect()
+    assert model.counters()["redirect_gre"] == 0
+    # heartbeat: redirected
+    await tb.hw.heartbeat()
+    model.heartbeat(now=100)
+    assert await tb.bus.read(R.STATUS) & R.STATUS_ACTIVE
+    for _ in range(4):
+        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=101)
+    await tb.collect()
+    assert model.counters()["redirect_gre"] == 4
+    # heartbeat stops: fail-open within the timeout
+    await Timer(timeout_us + 5, "us")
+    st = await tb.bus.read(R.STATUS)
+    assert st & R.STATUS_WDT_EXPIRED and not st & R.STATUS_ACTIVE, hex(st)
+    for _ in range(4):
+        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=100 + timeout_us + 10)
+    await tb.collect()
+    assert model.counters()["redirect_gre"] == 4
+    # re-arm
+    await tb.hw.heartbeat()
+    model.heartbeat(now=1000)
+    for _ in range(4):
+        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=1001)
+    await tb.collect()
+    assert model.counters()["redirect_gre"] == 8
+
+
+@pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
+def test_fpga_core(sim):
+    wccp_tb.run_sim(sim, "fpga_core", __file__, parameters={"CLK_PER_US": 125},
+                    testcase=os.environ.get("WCCP_TESTCASE") or None)
