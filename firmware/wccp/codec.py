@@ -15,6 +15,7 @@ previous result as ``out`` reuses its dicts/lists (no allocation in steady state
 when consecutive messages have the same shape).
 """
 import struct
+import sys
 
 from wccp.const import *  # noqa: F401,F403 - re-export the protocol numbers
 from wccp.const import (
@@ -31,6 +32,8 @@ except ImportError:  # pragma: no cover - a port without hashlib cannot do MD5
     hashlib = None
 
 pack_into = struct.pack_into
+_CPY = sys.implementation.name != "micropython"
+_ZERO32 = bytes(32)
 _STRUCT_ERRORS = (ValueError, IndexError, OverflowError, TypeError, struct.error) \
     if hasattr(struct, "error") else (ValueError, IndexError, OverflowError, TypeError)
 
@@ -517,8 +520,8 @@ def _dec_address_table(b, o, end, d):
     alen = _g16(b, o + 2)
     if alen == 0 or alen & 3:
         raise WccpError("Address Table address length %d is not a non-zero multiple of 4" % alen)
-    if (fam == 1 and alen != 4) or (fam == 2 and alen != 16):
-        raise WccpError("Address Table address length %d wrong for family %d" % (alen, fam))
+    if (fam == 1 and alen < 4) or (fam == 2 and alen < 16):   # longer entries: zero padded (rev1)
+        raise WccpError("Address Table address length %d too short for family %d" % (alen, fam))
     d["family"] = fam
     d["address_length"] = alen
     n = _count(b, o + 4, end, alen, "address table entry")
@@ -711,13 +714,21 @@ def _enc_identity(buf, o, el):
     if code is None:
         raise WccpError("unknown identity data_type %r" % (dt,))
     flags = (el.get("flags", 0) & 0xFFF9) | (code << 1)
+    if code == 0:
+        # the common Router View case: one pack_into for the whole 44-byte element
+        bm = el.get("bucket_bitmap")
+        if bm is None:
+            bm = _ZERO32
+        elif len(bm) != 32:
+            raise WccpError("bucket_bitmap must be 32 bytes, got %d" % len(bm))
+        elif _CPY and type(bm) is memoryview:
+            bm = bytes(bm)   # CPython's struct "s" wants bytes (MicroPython takes any buffer)
+        pack_into(">IHH32sHH", buf, o, el["address"], el.get("hash_revision", 0), flags, bm,
+                  el.get("weight", 0), el.get("status", 0))
+        return o + 44
     pack_into(">IHH", buf, o, el["address"], el.get("hash_revision", 0), flags)
     o += 8
-    if code == 0:
-        o = _put_bytes(buf, o, el.get("bucket_bitmap"), 32, "bucket_bitmap")
-        pack_into(">HH", buf, o, el.get("weight", 0), el.get("status", 0))
-        o += 4
-    elif code == 1:
+    if code == 1:
         o = _enc_mvsets(buf, o, el.get("mask_value_sets", ()))
         pack_into(">HH", buf, o, el.get("weight", 0), el.get("status", 0))
         o += 4
