@@ -34,8 +34,11 @@ except ImportError:  # pragma: no cover - a port without hashlib cannot do MD5
 pack_into = struct.pack_into
 _CPY = sys.implementation.name != "micropython"
 _ZERO32 = bytes(32)
-_STRUCT_ERRORS = (ValueError, IndexError, OverflowError, TypeError, struct.error) \
-    if hasattr(struct, "error") else (ValueError, IndexError, OverflowError, TypeError)
+_STRUCT_ERRORS = (ValueError, IndexError, OverflowError, TypeError, KeyError, struct.error) \
+    if hasattr(struct, "error") else (ValueError, IndexError, OverflowError, TypeError, KeyError)
+# what a too-small buffer raises: CPython struct.error / our IndexError, MicroPython ValueError
+_SPACE_ERRORS = (ValueError, IndexError, struct.error) if hasattr(struct, "error") else (ValueError, IndexError)
+_MAX_MESSAGE = 8 + 0xFFFF
 
 
 class WccpError(ValueError):
@@ -964,10 +967,12 @@ def encode(msg, buf=None, password=None):
                 break
             except WccpError:
                 raise
+            except _SPACE_ERRORS as e:
+                if size > _MAX_MESSAGE:
+                    raise WccpError("cannot encode: %s" % (e,))
+                size = _MAX_MESSAGE + 64   # the largest possible message, then give up
             except _STRUCT_ERRORS as e:
-                if size >= 65543 * 2:
-                    raise WccpError("cannot encode: %s" % e)
-                size = 65543 * 2
+                raise WccpError("cannot encode (bad or missing field): %s" % (e,))
         if password is not None:
             sign_md5(tmp, n, password)
         return bytes(tmp[:n])

@@ -233,6 +233,24 @@ def test_encode_buffer_too_small():
     assert "buffer" in e.reason
 
 
+def test_encode_bad_fields():
+    m = dict(samples()["rq"])
+    m["router_query"] = {"receive_id": 1}            # router_id missing
+    e = raises(WccpError, codec.encode, m)
+    assert "field" in e.reason
+    m["router_query"] = {"router_id": "10.0.0.1"}    # not an int
+    raises(WccpError, codec.encode, m)
+    raises(WccpError, codec.encode, m, bytearray(200))
+    m = dict(samples()["hia_squid_hash"])
+    m["web_cache_identity"] = dict(m["web_cache_identity"], bucket_bitmap=b"short")
+    e = raises(WccpError, codec.encode, m)
+    assert "bucket_bitmap must be 32 bytes" in e.reason
+    m = dict(samples()["ra_hash"])
+    m["assignment_info"] = dict(m["assignment_info"], buckets=b"x" * 255)
+    e = raises(WccpError, codec.encode, m)
+    assert "buckets must be 256 bytes" in e.reason
+
+
 def test_decode_reuses_out_dict():
     s = samples()
     out = {}
