@@ -1,0 +1,984 @@
+"""WCCPv2 router control plane: a pure state machine (no sockets, clock injected).
+
+    r = Router(config, dataplane, now_ms, storage=None)
+    out = r.receive(data, src_ip, src_port, dst_ip, now_ms)   # one UDP datagram in
+    out = r.tick(now_ms)                                      # timers
+    # out: list of (dst_ip, dst_port, src_ip, payload) datagrams to send (from UDP 2048)
+    r.status()                                                # whole state as a JSON-able dict
+
+Addresses at this interface are dotted strings; inside they are ints (codec convention).
+``config`` is a normalised dict from ``wccp.config.load``. ``dataplane`` implements
+``wccp.dataplane.DataPlane``; every accepted assignment reaches it as one transaction
+(set_caches + set_hash/set_mask/clear_assignment, then one commit). ``storage``
+(``wccp.storage``) persists the boot counter that seeds the member change numbers, so a
+rebooted router never repeats a change number caches have already seen.
+
+Behaviour (reference §6, §12, §13; docs/status.md lists the counters):
+* Service groups from config; the standard web-cache service (0) is programmed as TCP dst
+  port 80 hashed on destination IP, dynamic services are defined by the first cache that
+  becomes usable and forgotten when the last one leaves. Conflicting definitions and
+  unconfigured services are dropped and counted.
+* HERE_I_AM -> unicast I_SEE_YOU from the address the cache sent to; every HERE_I_AM gets
+  an answer (first contact, stale Receive ID), but a cache becomes usable only after a HIA
+  echoing the last Receive ID sent to it (per group counter, never 0) and carrying
+  capabilities the group supports (L2 only for caches configured as L2-adjacent; the first
+  usable cache fixes the group's assignment method until the group empties). HIAs sent to
+  the group's multicast address are answered by the multicast I_SEE_YOU every 9 s +-10 %.
+* Router View: member change number (bumped on every membership change), key of the last
+  accepted assignment, routers reported by the caches, usable caches as 44-byte hash
+  identity elements or Cisco-shaped mask elements; mask groups also get an Assignment Map.
+* REDIRECT_ASSIGN: Assignment Info (6) or Alternate Assignment (13, hash or mask) from a
+  usable cache whose Router Assignment Element for us carries the Receive ID last sent to it
+  (or the one before, for the in-flight race) and the current member change number. An RA
+  that does not list this router flushes the assignment (v2-01/v2-03 section 4.8).
+* Timers (T = timers.here_i_am_ms, default 10 s): REMOVAL_QUERY at 2.5T of silence, removal
+  at 3T (purged from the assignment at once), flush 5T after a membership change without a
+  valid assignment. SHUTDOWN (command extension 1) removes the cache at once and is
+  answered with SHUTDOWN_RESPONSE.
+* Hostile input: caches per group bounded (max_caches), unvalidated ("pending") caches
+  bounded per group (limits.max_pending) and overall (limits.max_total_caches); new pending
+  entries only ever replace other pending entries, never usable caches. Every dropped
+  datagram is counted by reason; nothing raises out of receive()/tick().
+"""
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+from wccp import codec
+from wccp.storage import MemStorage, next_boot
+
+HERE_I_AM = const(10)
+I_SEE_YOU = const(11)
+REDIRECT_ASSIGN = const(12)
+REMOVAL_QUERY = const(13)
+VERSION = const(0x0200)
+WCCP_PORT = const(2048)
+
+SF_DST_IP_HASH = const(0x0002)
+SF_PORTS_DEFINED = const(0x0010)
+
+WCI_U = const(0x0001)
+WCI_U_V201 = const(0x8000)
+
+METHOD_BITS = {"gre": 1, "l2": 2, "hash": 1, "mask": 2}
+METHOD_NAMES = {1: "gre", 2: "l2"}
+ASSIGN_NAMES = {0: None, 1: "hash", 2: "mask"}
+
+MAX_CACHES = const(32)
+MAX_GROUPS = const(8)
+MAX_SETS = const(32)
+
+# The effective definition of the well-known web-cache service (reference 4.2, 7.2).
+WEB_CACHE_DEFINITION = {"service_type": 0, "service_id": 0, "priority": 240, "protocol": 6,
+                        "service_flags": SF_DST_IP_HASH | SF_PORTS_DEFINED,
+                        "ports": [80, 0, 0, 0, 0, 0, 0, 0]}
+
+# Counter names (docs/status.md). Drops: the datagram was discarded. Events: it was answered
+# or processed but something was refused.
+DROP_REASONS = ("malformed", "bad_address", "own_packet", "address_table", "unexpected_type", "unconfigured_service",
+                "security_mismatch", "md5_failure", "service_conflict", "cache_not_allowed",
+                "bad_cache_address", "state_full", "ra_unknown_cache", "ra_stale_receive_id",
+                "ra_stale_change_number", "ra_not_listed", "ra_method_mismatch", "ra_too_large",
+                "ra_unsupported", "ra_bad_caches", "internal_error", "no_memory")
+
+
+def _new_counters():
+    return {"rx": 0, "hia_rx": 0, "ra_rx": 0, "isy_tx": 0, "rq_tx": 0, "hia_valid": 0,
+            "hia_invalid_receive_id": 0, "capability_mismatch": 0, "group_full": 0, "joins": 0,
+            "removals_timeout": 0, "removals_shutdown": 0, "removals_capability": 0,
+            "pending_evicted": 0, "pending_expired": 0, "ra_accepted": 0, "ra_unknown_cache_entries": 0,
+            "flushes": 0, "dataplane_commits": 0, "dataplane_errors": 0}
+
+
+class Cache:
+    """One cache (web-cache) known to a service group: pending until a valid HIA, then usable."""
+
+    def __init__(self, addr, now):
+        self.addr = addr
+        self.usable = False
+        self.rid_sent = 0          # last Receive ID sent to this cache (0 = none yet)
+        self.rid_prev = 0          # the one before (in-flight RA tolerance)
+        self.last_hia = now        # last HERE_I_AM of any kind
+        self.last_valid = now      # last valid HERE_I_AM (liveness)
+        self.joined = now          # became usable at
+        self.reply_ip = None       # where to answer (source of its HIAs)
+        self.reply_port = WCCP_PORT
+        self.sent_to = 0           # the router address it sends HIAs to (int)
+        self.local_ip = None       # that address as a string (our reply source)
+        self.multicast = False     # it sends its HIAs to the group multicast address
+        self.fwd = 1
+        self.ret = 1
+        self.assign = 1
+        self.weight = 0
+        self.status = 0
+        self.flags = 0
+        self.data_type = "hash"
+        self.masks = None          # first mask element of its mask identity (unassigned shape)
+        self.routers = ()          # router IDs it reports in its Web-Cache View
+        self.service = None        # its Service Info (echoed back)
+        self.query_sent = False
+        self.reason = "first contact"
+        self.hia_count = 0
+
+
+class Group:
+    def __init__(self, scfg, router):
+        self.cfg = scfg
+        self.stype = 0 if scfg["type"] == "standard" else 1
+        self.sid = scfg["id"]
+        self.password = scfg["password"]
+        self.mcast_ip = scfg["multicast"]
+        self.mcast = codec.ip2int(self.mcast_ip) if self.mcast_ip else None
+        fwd = 0
+        for m in scfg["forwarding"]:
+            fwd |= METHOD_BITS[m]
+        ret = 0
+        for m in scfg["return"]:
+            ret |= METHOD_BITS[m]
+        asg = 0
+        for m in scfg["assignment"]:
+            asg |= METHOD_BITS[m]
+        self.fwd_mask = fwd
+        self.ret_mask = ret
+        self.assign_mask = asg
+        self.l2 = {}
+        for e in scfg["l2_adjacent"]:
+            mac = e.get("mac")
+            self.l2[codec.ip2int(e["address"])] = _mac_bytes(mac) if mac else None
+        self.allowed = None
+        if scfg.get("caches") is not None:
+            self.allowed = set(codec.ip2int(a) for a in scfg["caches"])
+        self.max_caches = scfg["max_caches"]
+        if self.stype == 0:
+            self.definition = WEB_CACHE_DEFINITION
+        else:
+            self.definition = None
+        self.slot = -1
+        seed = ((router.boot & 0xFFFF) << 16)
+        self.rid = seed
+        self.mcn = seed | 1
+        self.key_addr = 0
+        self.key_cn = 0
+        self.locked_assign = 0
+        self.caches = {}
+        self.order = []            # usable cache addresses in join order
+        self.assignment = None
+        self.change_ms = None      # membership change awaiting a valid assignment
+        self.next_mc = None
+        self.view_cache = None     # prebuilt Router View cache elements (None = dirty)
+        self.counters = _new_counters()
+        self.drops = {}
+
+    def key(self):
+        return (self.stype, self.sid)
+
+    def name(self):
+        return "%s %d" % ("standard" if self.stype == 0 else "dynamic", self.sid)
+
+
+def _mac_bytes(text):
+    out = bytearray(6)
+    parts = text.replace("-", ":").split(":")
+    for i in range(6):
+        out[i] = int(parts[i], 16)
+    return bytes(out)
+
+
+def _def_tuple(s):
+    return (s["priority"], s["protocol"], s["service_flags"], tuple(s["ports"]))
+
+
+def _single_bit(v):
+    return v in (1, 2)
+
+
+class Router:
+    def __init__(self, config, dataplane, now_ms=0, storage=None, seed=None):
+        self.cfg = config
+        self.dp = dataplane
+        self.storage = storage if storage is not None else MemStorage()
+        self.boot = next_boot(self.storage)
+        self.started = now_ms
+        self.now = now_ms
+        self.router_id = codec.ip2int(config["router_id"])
+        self.router_ip = config["router_id"]
+        self.addresses = list(config["addresses"])
+        self.addr_set = set(self.addresses)
+        self.my_ids = set(codec.ip2int(a) for a in self.addresses)
+        self.my_ids.add(self.router_id)
+        self.T = config["timers"]["here_i_am_ms"]
+        lim = config["limits"]
+        self.max_pending = lim["max_pending"]
+        self.max_total = lim["max_total_caches"]
+        self.max_routers = lim["max_routers"]
+        self.max_values = lim["max_mask_values"]
+        self.total = 0
+        self.counters = _new_counters()
+        self.drops = {}
+        self.last_malformed = ""
+        self.last_error = ""
+        if seed is None:
+            try:
+                import os
+                b = os.urandom(4)
+                seed = (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]
+            except Exception:  # noqa: BLE001
+                seed = 12345
+        self._rng = (seed & 0x7FFFFFFF) or 1
+        self.buf = bytearray(4096)
+        self.groups = []
+        self.by_key = {}
+        for s in config["services"]:
+            g = Group(s, self)
+            self.groups.append(g)
+            self.by_key[g.key()] = g
+            if g.mcast is not None:
+                g.next_mc = now_ms + self._jitter()
+        try:
+            self.dp.configure(self.router_id, _mac_bytes(config["mac"]), config["mtu"])
+        except Exception as e:  # noqa: BLE001
+            self._dp_error(None, e)
+        self._reprogram_slots()
+
+    # ---------------------------------------------------------------- helpers
+    def _jitter(self):
+        # 9 s +-10 % scaled to T (0.9 T): uniform in [0.81 T, 0.99 T]
+        self._rng = (self._rng * 1103515245 + 12345) & 0x7FFFFFFF
+        base = self.T * 9 // 10
+        return base - base // 10 + (self._rng % (base // 5 + 1))
+
+    def _drop(self, g, reason):
+        self.drops[reason] = self.drops.get(reason, 0) + 1
+        if g is not None:
+            g.drops[reason] = g.drops.get(reason, 0) + 1
+        return []
+
+    def _count(self, g, name, n=1):
+        self.counters[name] += n
+        if g is not None:
+            g.counters[name] += n
+
+    def _dp_error(self, g, e):
+        self._count(g, "dataplane_errors")
+        self.last_error = "dataplane: %s: %s" % (type(e).__name__, e)
+
+    def _encode(self, msg, g):
+        pw = g.password
+        try:
+            n = codec.encode(msg, self.buf, pw)
+            return bytes(self.buf[:n])
+        except codec.WccpError:
+            return codec.encode(msg, None, pw)
+
+    def _security(self, g):
+        if g.password:
+            return {"option": 1, "digest": None}
+        return {"option": 0}
+
+    # ---------------------------------------------------------------- data plane
+    def _reprogram_slots(self):
+        """Give every defined group a slot (priority order) and reprogram everything."""
+        defined = [(-g.definition["priority"], i, g) for i, g in enumerate(self.groups)
+                   if g.definition is not None]
+        # priority order, highest first; config order breaks ties (explicit: MicroPython's sort
+        # is not stable)
+        defined.sort(key=lambda e: (e[0], e[1]))
+        defined = [e[2] for e in defined]
+        for g in self.groups:
+            g.slot = -1
+        try:
+            for i, g in enumerate(defined):
+                g.slot = i
+                d = g.definition
+                self.dp.set_group(i, {"service_type": d["service_type"], "service_id": d["service_id"],
+                                      "priority": d["priority"], "protocol": d["protocol"],
+                                      "service_flags": d["service_flags"], "ports": list(d["ports"])})
+                self._program_tables(g)
+            for i in range(len(defined), MAX_GROUPS):
+                self.dp.clear_group(i)
+            self.dp.commit()
+            self._count(None, "dataplane_commits")
+        except Exception as e:  # noqa: BLE001
+            self._dp_error(None, e)
+
+    def _dp_cache(self, g, addr):
+        c = g.caches.get(addr)
+        if c is not None and c.usable:
+            fwd, ret = c.fwd, c.ret
+        else:
+            fwd, ret = 1, 1
+        return {"address": addr, "forward": fwd, "ret": ret, "mac": g.l2.get(addr)}
+
+    def _program_tables(self, g):
+        """set_caches + assignment for g's slot (no commit)."""
+        a = g.assignment
+        addrs = list(a["caches"]) if a is not None else []
+        for addr in g.order:  # usable caches outside the assignment: known, never redirected-from
+            if addr not in addrs and len(addrs) < MAX_CACHES:
+                addrs.append(addr)
+        self.dp.set_caches(g.slot, [self._dp_cache(g, x) for x in addrs])
+        if a is None:
+            self.dp.clear_assignment(g.slot)
+        elif a["type"] == "hash":
+            self.dp.set_hash(g.slot, bytes(a["buckets"]))
+        else:
+            idx = {}
+            for i, x in enumerate(a["caches"]):
+                idx[x] = i
+            sets = []
+            for s in a["sets"]:
+                m = s["masks"]
+                vals = []
+                for v in s["values"]:
+                    vals.append((v["src_addr"], v["dst_addr"], v["src_port"], v["dst_port"],
+                                 idx[v["cache_address"]]))
+                sets.append({"masks": (m["src_addr"], m["dst_addr"], m["src_port"], m["dst_port"]),
+                             "values": vals})
+            self.dp.set_mask(g.slot, sets)
+
+    def _apply(self, g):
+        """Program g's tables and commit them as one transaction."""
+        if g.slot < 0:
+            return
+        try:
+            self._program_tables(g)
+            self.dp.commit()
+            self._count(g, "dataplane_commits")
+        except Exception as e:  # noqa: BLE001
+            self._dp_error(g, e)
+
+    # ---------------------------------------------------------------- entry points
+    def receive(self, data, src_ip, src_port, dst_ip, now_ms):
+        """Handle one datagram received on UDP 2048. Never raises."""
+        self.now = now_ms
+        try:
+            return self._receive(data, src_ip, src_port, dst_ip, now_ms)
+        except MemoryError:
+            return self._drop(None, "no_memory")
+        except Exception as e:  # noqa: BLE001 - nothing escapes the receive loop
+            self.last_error = "%s: %s" % (type(e).__name__, e)
+            return self._drop(None, "internal_error")
+
+    def tick(self, now_ms):
+        """Run the timers. Never raises."""
+        self.now = now_ms
+        out = []
+        for g in self.groups:
+            try:
+                self._tick_group(g, now_ms, out)
+            except MemoryError:
+                self._drop(g, "no_memory")
+            except Exception as e:  # noqa: BLE001
+                self.last_error = "tick: %s: %s" % (type(e).__name__, e)
+                self._drop(g, "internal_error")
+        try:
+            self.dp.heartbeat()
+        except Exception as e:  # noqa: BLE001
+            self._dp_error(None, e)
+        return out
+
+    def next_deadline(self, now_ms):
+        """Milliseconds until tick() has something to do (upper bound; at most T/10)."""
+        return max(10, self.T // 10)
+
+    # ---------------------------------------------------------------- receive path
+    def _receive(self, data, src_ip, src_port, dst_ip, now):
+        self.counters["rx"] += 1
+        if src_ip in self.addr_set:
+            return self._drop(None, "own_packet")
+        try:
+            dst = codec.ip2int(dst_ip)
+            src = codec.ip2int(src_ip)
+        except (codec.WccpError, TypeError, AttributeError):
+            return self._drop(None, "bad_address")
+        try:
+            msg = codec.decode(data)
+        except codec.WccpError as e:
+            self.last_malformed = e.reason
+            return self._drop(None, "malformed")
+        if "address_table" in msg or "alternate_assignment_map" in msg:
+            return self._drop(None, "address_table")
+        t = msg["type"]
+        if t != HERE_I_AM and t != REDIRECT_ASSIGN:
+            return self._drop(None, "unexpected_type")
+        svc = msg["service"]
+        g = self.by_key.get((svc["service_type"], svc["service_id"]))
+        if g is None:
+            return self._drop(None, "unconfigured_service")
+        g.counters["rx"] += 1
+        sec = msg["security"]["option"]
+        if g.password:
+            if sec != 1:
+                return self._drop(g, "security_mismatch")
+            if not codec.verify_md5(data, g.password):
+                return self._drop(g, "md5_failure")
+        elif sec != 0:
+            return self._drop(g, "security_mismatch")
+        if g.stype == 1 and g.definition is not None and _def_tuple(svc) != _def_tuple(g.definition):
+            return self._drop(g, "service_conflict")
+        if t == HERE_I_AM:
+            self._count(g, "hia_rx")
+            return self._hia(g, msg, src_ip, src_port, dst_ip, dst, now)
+        self._count(g, "ra_rx")
+        return self._ra(g, msg, src)
+
+    def _make_room(self, g):
+        """Room for one more pending cache in g, evicting the oldest pending entry if needed."""
+        pend = 0
+        oldest = None
+        for c in g.caches.values():
+            if not c.usable:
+                pend += 1
+                if oldest is None or c.last_hia < oldest.last_hia:
+                    oldest = c
+        if pend < self.max_pending and self.total < self.max_total:
+            return True
+        if oldest is None:
+            return False
+        del g.caches[oldest.addr]
+        self.total -= 1
+        self._count(g, "pending_evicted")
+        return True
+
+    def _caps(self, g, msg, addr):
+        """(fwd, assign, ret, reason) from the HIA's Capabilities (absent: GRE/hash/GRE)."""
+        fwd = asg = ret = 1
+        for e in msg.get("capabilities", ()):
+            t = e["type"]
+            if t < 1 or t > 3:
+                continue
+            v = e["value"]
+            if not isinstance(v, int) or not _single_bit(v):
+                return fwd, asg, ret, "capability %d value not a single known method" % t
+            if t == 1:
+                fwd = v
+            elif t == 2:
+                asg = v
+            else:
+                ret = v
+        if not fwd & g.fwd_mask:
+            return fwd, asg, ret, "forwarding method %s not supported" % METHOD_NAMES[fwd]
+        if not ret & g.ret_mask:
+            return fwd, asg, ret, "return method %s not supported" % METHOD_NAMES[ret]
+        if not asg & g.assign_mask:
+            return fwd, asg, ret, "assignment method %s not supported" % ASSIGN_NAMES[asg]
+        if (fwd == 2 or ret == 2) and addr not in g.l2:
+            return fwd, asg, ret, "L2 requested by a cache not configured as L2-adjacent"
+        if g.locked_assign and asg != g.locked_assign:
+            return fwd, asg, ret, "group uses %s assignment" % ASSIGN_NAMES[g.locked_assign]
+        return fwd, asg, ret, None
+
+    def _hia(self, g, msg, src_ip, src_port, dst_ip, dst, now):
+        ident = msg["web_cache_identity"]
+        addr = ident["address"]
+        if addr == 0 or addr == 0xFFFFFFFF or (addr >> 28) == 0xE or addr in self.my_ids:
+            return self._drop(g, "bad_cache_address")
+        if g.allowed is not None and addr not in g.allowed:
+            return self._drop(g, "cache_not_allowed")
+        c = g.caches.get(addr)
+        if c is None:
+            if not self._make_room(g):
+                return self._drop(g, "state_full")
+            c = Cache(addr, now)
+            g.caches[addr] = c
+            self.total += 1
+        c.reply_ip = src_ip
+        c.reply_port = src_port
+        c.sent_to = dst
+        c.local_ip = dst_ip
+        c.multicast = g.mcast is not None and dst == g.mcast
+        c.last_hia = now
+        c.hia_count += 1
+        # the cache's view of us
+        seen = None
+        routers = []
+        for r in msg["web_cache_view"]["routers"]:
+            rid = r["router_id"]
+            if rid in self.my_ids:
+                if seen is None:
+                    seen = r["receive_id"]
+                rid = self.router_id
+            if rid not in routers and len(routers) < self.max_routers:
+                routers.append(rid)
+        valid = seen is not None and c.rid_sent != 0 and seen == c.rid_sent
+        # identity data (weight/status opaque, re-advertised unchanged)
+        c.weight = ident.get("weight", 0)
+        c.status = ident.get("status", 0)
+        c.flags = ident["flags"]
+        c.data_type = ident["data_type"]
+        if ident["data_type"] == "mask" and ident.get("mask_value_sets"):
+            m = ident["mask_value_sets"][0]["masks"]
+            c.masks = {"src_addr": m["src_addr"], "dst_addr": m["dst_addr"], "src_port": m["src_port"],
+                       "dst_port": m["dst_port"]}
+        svc = msg["service"]
+        if g.definition is not None and g.stype == 1:
+            c.service = g.definition
+        elif c.service is None or c.service is g.definition or _def_tuple(c.service) != _def_tuple(svc):
+            c.service = {"service_type": svc["service_type"], "service_id": svc["service_id"],
+                         "priority": svc["priority"], "protocol": svc["protocol"],
+                         "service_flags": svc["service_flags"], "ports": list(svc["ports"])}
+        shutdown = False
+        for e in msg.get("command_extension", ()):
+            if e["type"] == 1:
+                shutdown = True
+        if shutdown:
+            if seen is not None and seen != 0 and (seen == c.rid_sent or seen == c.rid_prev):
+                if c.usable:
+                    self._count(g, "removals_shutdown")
+                self._remove(g, c, now)
+                return [self._isy_unicast(g, c, shutdown_ack=True)]
+            self._count(g, "hia_invalid_receive_id")
+            c.reason = "SHUTDOWN with stale receive ID"
+        elif valid:
+            self._count(g, "hia_valid")
+            c.routers = tuple(routers)
+            fwd, asg, ret, why = self._caps(g, msg, addr)
+            if why is not None:
+                self._count(g, "capability_mismatch")
+                c.reason = "capability mismatch: " + why
+                if c.usable:
+                    self._count(g, "removals_capability")
+                    self._unuse(g, c, now)
+            else:
+                c.fwd, c.assign, c.ret = fwd, asg, ret
+                c.last_valid = now
+                c.query_sent = False
+                if not c.usable:
+                    if len(g.order) >= g.max_caches:
+                        self._count(g, "group_full")
+                        c.reason = "group full (%d caches)" % g.max_caches
+                    else:
+                        self._join(g, c, svc, now)
+                else:
+                    g.view_cache = None
+        else:
+            self._count(g, "hia_invalid_receive_id")
+            if not c.usable:
+                c.reason = "first contact" if c.rid_sent == 0 else "stale receive ID"
+        if c.multicast:
+            return []   # answered by the scheduled multicast I_SEE_YOU
+        return [self._isy_unicast(g, c)]
+
+    def _join(self, g, c, svc, now):
+        redefined = False
+        if g.definition is None:
+            g.definition = c.service
+            redefined = True
+        c.usable = True
+        c.reason = ""
+        c.joined = now
+        g.order.append(c.addr)
+        if not g.locked_assign:
+            g.locked_assign = c.assign
+        self._count(g, "joins")
+        self._membership_changed(g, now)
+        if redefined:
+            self._reprogram_slots()
+        else:
+            self._apply(g)
+
+    def _membership_changed(self, g, now):
+        g.mcn = (g.mcn + 1) & 0xFFFFFFFF or 1
+        g.change_ms = now
+        g.view_cache = None
+
+    def _unuse(self, g, c, now):
+        """A usable cache stops being usable (kept as a pending entry)."""
+        c.usable = False
+        if c.addr in g.order:
+            g.order.remove(c.addr)
+        self._purge(g, c.addr)
+        self._membership_changed(g, now)
+        self._after_leave(g)
+
+    def _remove(self, g, c, now):
+        was = c.usable
+        if g.caches.get(c.addr) is c:
+            del g.caches[c.addr]
+            self.total -= 1
+        if was:
+            c.usable = False
+            if c.addr in g.order:
+                g.order.remove(c.addr)
+            self._purge(g, c.addr)
+            self._membership_changed(g, now)
+            self._after_leave(g)
+
+    def _after_leave(self, g):
+        if g.order:
+            self._apply(g)
+            return
+        # group empty: forget the dynamic definition and the assignment lock (rev1)
+        g.locked_assign = 0
+        g.assignment = None
+        g.key_addr = g.key_cn = 0
+        g.change_ms = None
+        if g.stype == 1:
+            g.definition = None
+            for c in g.caches.values():
+                c.service = None
+            self._reprogram_slots()
+        else:
+            self._apply(g)
+
+    def _purge(self, g, addr):
+        """Take addr out of the current assignment (its buckets/values become unassigned)."""
+        a = g.assignment
+        if a is None or addr not in a["caches"]:
+            return
+        i = a["caches"].index(addr)
+        if a["type"] == "hash":
+            b = a["buckets"]
+            for n in range(256):
+                v = b[n]
+                if v != 0xFF and not v & 0x80 and v == i:
+                    b[n] = 0xFF
+            a["bitmaps"] = None
+        else:
+            for s in a["sets"]:
+                s["values"] = [v for v in s["values"] if v["cache_address"] != addr]
+        a["gone"].append(addr)
+        g.view_cache = None
+
+    # ---------------------------------------------------------------- I_SEE_YOU
+    def _next_rid(self, g):
+        g.rid = (g.rid + 1) & 0xFFFFFFFF
+        if g.rid == 0:
+            g.rid = 1
+        return g.rid
+
+    def _view_elements(self, g):
+        if g.view_cache is not None:
+            return g.view_cache
+        a = g.assignment
+        els = []
+        mask = (g.locked_assign or (2 if g.assign_mask == 2 else 1)) == 2
+        if a is not None and a["type"] == "hash" and a.get("bitmaps") is None:
+            self._bitmaps(a)
+        for addr in g.order:
+            c = g.caches[addr]
+            assigned = a is not None and addr in a["caches"] and addr not in a["gone"]
+            if mask:
+                els.append(codec.cisco_mask_view_element(addr, not assigned, c.masks, c.weight, c.status))
+            else:
+                if assigned and a["type"] == "hash":
+                    i = a["caches"].index(addr)
+                    bm = a["bitmaps"][i * 32:i * 32 + 32]
+                else:
+                    bm = None
+                uflag = 0
+                if not assigned:
+                    uflag = WCI_U_V201 if c.flags & WCI_U_V201 else WCI_U
+                els.append({"address": addr, "hash_revision": 0, "flags": uflag, "data_type": "hash",
+                            "bucket_bitmap": bm, "weight": c.weight, "status": c.status})
+        g.view_cache = els
+        return els
+
+    def _bitmaps(self, a):
+        n = len(a["caches"])
+        bm = bytearray(32 * n)
+        b = a["buckets"]
+        for k in range(256):
+            v = b[k]
+            if v & 0x80:
+                continue
+            if v < n:
+                bm[v * 32 + (k >> 3)] |= 0x80 >> (k & 7)
+        a["bitmaps"] = bm
+
+    def _view_routers(self, g):
+        out = []
+        for addr in g.order:
+            for r in g.caches[addr].routers:
+                if r not in out and len(out) < self.max_routers:
+                    out.append(r)
+        return out
+
+    def _caps_adv(self, g, caches):
+        fwd = g.fwd_mask
+        ret = g.ret_mask
+        for c in caches:
+            if c.addr not in g.l2:
+                fwd &= ~2
+                ret &= ~2
+        asg = g.locked_assign or g.assign_mask
+        return [{"type": 1, "value": fwd}, {"type": 2, "value": asg}, {"type": 3, "value": ret}]
+
+    def _isy(self, g, caches, sent_to, service, shutdown_ack=None):
+        rid = self._next_rid(g)
+        for c in caches:
+            c.rid_prev = c.rid_sent
+            c.rid_sent = rid
+        msg = {"type": I_SEE_YOU, "version": VERSION, "security": self._security(g),
+               "service": service,
+               "router_identity": {"router_id": self.router_id, "receive_id": rid, "sent_to": sent_to,
+                                   "received_from": [c.addr for c in caches]},
+               "router_view": {"member_change_number": g.mcn,
+                               "assignment_key": {"address": g.key_addr, "change_number": g.key_cn},
+                               "routers": self._view_routers(g),
+                               "web_caches": self._view_elements(g)},
+               "capabilities": self._caps_adv(g, caches)}
+        a = g.assignment
+        if a is not None and a["type"] == "mask":
+            msg["assignment_map"] = {"mask_value_sets": a["sets"]}
+        if shutdown_ack is not None:
+            msg["command_extension"] = [{"type": 2, "data": shutdown_ack}]
+        self._count(g, "isy_tx")
+        return self._encode(msg, g)
+
+    def _isy_unicast(self, g, c, shutdown_ack=False):
+        payload = self._isy(g, [c], c.sent_to, c.service or g.definition,
+                            c.addr if shutdown_ack else None)
+        return (c.reply_ip, c.reply_port, self.addresses[0] if c.multicast else c.local_ip, payload)
+
+    # ---------------------------------------------------------------- REDIRECT_ASSIGN
+    def _ra(self, g, msg, src):
+        if "assignment_info" in msg:
+            a = msg["assignment_info"]
+            kind = "hash"
+        elif "alternate_assignment" in msg:
+            a = msg["alternate_assignment"]
+            at = a["assignment_type"]
+            if at == 0:
+                kind = "hash"
+            elif at == 1:
+                kind = "mask"
+            else:
+                return self._drop(g, "ra_unsupported")
+        else:
+            return self._drop(g, "ra_unsupported")
+        key = a["assignment_key"]
+        d = g.caches.get(key["address"])
+        if d is None or not d.usable:
+            d = g.caches.get(src)
+        if d is None or not d.usable:
+            return self._drop(g, "ra_unknown_cache")
+        mine = None
+        for r in a["routers"]:
+            if r["router_id"] in self.my_ids:
+                mine = r
+                break
+        if mine is None:
+            # v2-01/v2-03 4.8: an assignment that does not list this router flushes ours
+            if g.assignment is not None:
+                self._flush(g)
+            return self._drop(g, "ra_not_listed")
+        rid = mine["receive_id"]
+        if rid == 0 or (rid != d.rid_sent and rid != d.rid_prev):
+            return self._drop(g, "ra_stale_receive_id")
+        if mine["member_change_number"] != g.mcn:
+            return self._drop(g, "ra_stale_change_number")
+        want = g.locked_assign or 0
+        if not METHOD_BITS[kind] & g.assign_mask or (want and METHOD_BITS[kind] != want):
+            return self._drop(g, "ra_method_mismatch")
+        if kind == "hash":
+            new = self._ra_hash(g, a)
+        else:
+            new = self._ra_mask(g, a)
+        if new is None:
+            return []
+        g.assignment = new
+        g.key_addr = key["address"]
+        g.key_cn = key["change_number"]
+        g.change_ms = None
+        g.view_cache = None
+        self._count(g, "ra_accepted")
+        self._apply(g)
+        return []
+
+    def _ra_hash(self, g, a):
+        wcs = a["web_caches"]
+        if len(wcs) > MAX_CACHES:
+            self._drop(g, "ra_too_large")
+            return None
+        caches = []
+        ok = []
+        for x in wcs:
+            if x in caches:
+                self._drop(g, "ra_bad_caches")
+                return None
+            caches.append(x)
+            c = g.caches.get(x)
+            ok.append(c is not None and c.usable)
+        unknown = 0
+        for v in ok:
+            if not v:
+                unknown += 1
+        if unknown:
+            self._count(g, "ra_unknown_cache_entries", unknown)
+        raw = a["buckets"]
+        n = len(caches)
+        b = bytearray(256)
+        for k in range(256):
+            v = raw[k]
+            if v == 0xFF:
+                b[k] = 0xFF
+            elif v & 0x80:
+                b[k] = 0x80 | ((v & 0x7F) if (v & 0x7F) < n else 0)
+            elif v < n and ok[v]:
+                b[k] = v
+            else:
+                b[k] = 0xFF
+        gone = [caches[i] for i in range(n) if not ok[i]]
+        return {"type": "hash", "caches": caches, "buckets": b, "bitmaps": None, "gone": gone,
+                "sets": None}
+
+    def _ra_mask(self, g, a):
+        sets_in = a["mask_value_sets"]
+        if len(sets_in) > MAX_SETS:
+            self._drop(g, "ra_too_large")
+            return None
+        total = 0
+        for s in sets_in:
+            total += len(s["values"])
+        if total > self.max_values:
+            self._drop(g, "ra_too_large")
+            return None
+        caches = []
+        sets = []
+        dropped = 0
+        for s in sets_in:
+            m = s["masks"]
+            vals = []
+            for v in s["values"]:
+                x = v["cache_address"]
+                c = g.caches.get(x)
+                if c is None or not c.usable:
+                    dropped += 1
+                    continue
+                if x not in caches:
+                    if len(caches) >= MAX_CACHES:
+                        self._drop(g, "ra_too_large")
+                        return None
+                    caches.append(x)
+                vals.append({"src_addr": v["src_addr"], "dst_addr": v["dst_addr"], "src_port": v["src_port"],
+                             "dst_port": v["dst_port"], "cache_address": x})
+            sets.append({"masks": {"src_addr": m["src_addr"], "dst_addr": m["dst_addr"],
+                                   "src_port": m["src_port"], "dst_port": m["dst_port"]},
+                         "values": vals})
+        if dropped:
+            self._count(g, "ra_unknown_cache_entries", dropped)
+        return {"type": "mask", "caches": caches, "buckets": None, "bitmaps": None, "gone": [],
+                "sets": sets}
+
+    def _flush(self, g):
+        g.assignment = None
+        g.key_addr = g.key_cn = 0
+        g.change_ms = None
+        g.view_cache = None
+        self._count(g, "flushes")
+        self._apply(g)
+
+    # ---------------------------------------------------------------- timers
+    def _tick_group(self, g, now, out):
+        T = self.T
+        for c in list(g.caches.values()):
+            if c.usable:
+                quiet = now - c.last_valid
+                if quiet >= 3 * T:
+                    self._count(g, "removals_timeout")
+                    self._remove(g, c, now)
+                elif quiet * 2 >= 5 * T and not c.query_sent:
+                    c.query_sent = True
+                    out.append(self._removal_query(g, c))
+            elif now - c.last_hia >= 3 * T:
+                self._count(g, "pending_expired")
+                self._remove(g, c, now)
+        if g.change_ms is not None and now - g.change_ms >= 5 * T:
+            g.change_ms = None
+            if g.assignment is not None:
+                self._flush(g)
+            else:
+                g.key_addr = g.key_cn = 0
+                g.view_cache = None
+        if g.next_mc is not None and now - g.next_mc >= 0:
+            g.next_mc = now + self._jitter()
+            mc = [c for c in g.caches.values() if c.multicast]
+            if mc:
+                out.append(self._isy_multicast(g, mc))
+
+    def _isy_multicast(self, g, caches):
+        svc = g.definition or caches[0].service
+        payload = self._isy(g, caches, g.mcast, svc)
+        return (g.mcast_ip, WCCP_PORT, self.addresses[0], payload)
+
+    def _removal_query(self, g, c):
+        msg = {"type": REMOVAL_QUERY, "version": VERSION, "security": self._security(g),
+               "service": c.service or g.definition,
+               "router_query": {"router_id": self.router_id, "receive_id": c.rid_sent,
+                                "sent_to": c.sent_to, "target": c.addr}}
+        self._count(g, "rq_tx")
+        src = self.addresses[0] if c.multicast else c.local_ip
+        return (c.reply_ip, c.reply_port, src, self._encode(msg, g))
+
+    # ---------------------------------------------------------------- status
+    def status(self):
+        ip = codec.int2ip
+        now = self.now
+        groups = []
+        for g in self.groups:
+            caches = []
+            a = g.assignment
+            counts = {}
+            if a is not None and a["type"] == "hash":
+                for v in a["buckets"]:
+                    if v != 0xFF and not v & 0x80:
+                        x = a["caches"][v]
+                        counts[x] = counts.get(x, 0) + 1
+            elif a is not None:
+                for s in a["sets"]:
+                    for v in s["values"]:
+                        x = v["cache_address"]
+                        counts[x] = counts.get(x, 0) + 1
+            for c in list(g.caches.values()):
+                caches.append({
+                    "address": ip(c.addr), "state": "usable" if c.usable else "pending",
+                    "reason": c.reason, "forwarding": METHOD_NAMES.get(c.fwd, "?"),
+                    "return": METHOD_NAMES.get(c.ret, "?"), "assignment": ASSIGN_NAMES.get(c.assign),
+                    "weight": c.weight, "status": c.status, "receive_id_sent": c.rid_sent,
+                    "heard_ms_ago": now - c.last_hia, "valid_ms_ago": now - c.last_valid,
+                    "connected_ms": (now - c.joined) if c.usable else 0,
+                    "sent_to": ip(c.sent_to), "multicast": c.multicast, "query_sent": c.query_sent,
+                    "routers": [ip(r) for r in c.routers], "hia_count": c.hia_count,
+                    "l2_adjacent": c.addr in g.l2, "assigned": counts.get(c.addr, 0)})
+            asg = None
+            if a is not None:
+                asg = {"type": a["type"], "caches": [ip(x) for x in a["caches"]]}
+                if a["type"] == "hash":
+                    asg["buckets"] = list(a["buckets"])
+                else:
+                    asg["sets"] = [{"masks": dict(s["masks"]),
+                                    "values": [{"src_addr": ip(v["src_addr"]), "dst_addr": ip(v["dst_addr"]),
+                                                "src_port": v["src_port"], "dst_port": v["dst_port"],
+                                                "cache_address": ip(v["cache_address"])} for v in s["values"]]}
+                                   for s in a["sets"]]
+            d = g.definition
+            groups.append({
+                "service_type": "standard" if g.stype == 0 else "dynamic", "service_id": g.sid,
+                "slot": g.slot,
+                "definition": None if d is None else {
+                    "priority": d["priority"], "protocol": d["protocol"], "service_flags": d["service_flags"],
+                    "ports": [p for p in d["ports"] if p]},
+                "md5": bool(g.password), "multicast": g.mcast_ip, "receive_id": g.rid,
+                "member_change_number": g.mcn,
+                "assignment_key": {"address": ip(g.key_addr), "change_number": g.key_cn},
+                "capabilities": {"forwarding": [METHOD_NAMES[b] for b in (1, 2) if g.fwd_mask & b],
+                                 "assignment": [ASSIGN_NAMES[b] for b in (1, 2) if g.assign_mask & b],
+                                 "return": [METHOD_NAMES[b] for b in (1, 2) if g.ret_mask & b],
+                                 "assignment_locked": ASSIGN_NAMES.get(g.locked_assign)},
+                "routers": [ip(r) for r in self._view_routers(g)],
+                "usable": len(g.order), "caches": caches, "assignment": asg,
+                "flush_in_ms": None if g.change_ms is None else max(0, 5 * self.T - (now - g.change_ms)),
+                "counters": dict(g.counters), "drops": dict(g.drops)})
+        try:
+            dpc = self.dp.counters()
+        except Exception as e:  # noqa: BLE001
+            dpc = {"error": "%s: %s" % (type(e).__name__, e)}
+        return {"router_id": self.router_ip, "addresses": list(self.addresses), "boot": self.boot,
+                "uptime_ms": now - self.started, "here_i_am_ms": self.T, "version": "2.00",
+                "total_caches": self.total,
+                "counters": dict(self.counters), "drops": dict(self.drops),
+                "last_malformed": self.last_malformed, "last_error": self.last_error,
+                "groups": groups, "dataplane": dpc}
