@@ -613,3 +613,46 @@ def test_driver_under_micropython(server, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.strip() == "OK True 8", res.stdout
     check_image(server.regs.live, prog)
+
+
+def test_fast_mode_twin_shape_micropython_driver_socket_model(tmp_path):
+    """The digital twin's fast mode: firmware driver (MicroPython) -> socket -> model registers."""
+    from wccp.fwdmodel import ForwardingModel, ModelRegisterFile
+    regs = ModelRegisterFile(ForwardingModel(clock=lambda: 0))
+    srv = Server(regs)
+    try:
+        rng = random.Random(11)
+        prog = random_program(rng)
+        while not any(s.get("mask") for s in prog["slots"].values()):
+            prog = random_program(rng)
+        prog["mtu"] = 1500
+        script = tmp_path / "mp_fast.py"
+        script.write_text(MP_SCRIPT.replace("ROOT", repr(str(ROOT))).replace("PROG", repr(_json_prog(prog)))
+                          .replace("HOST", repr(HOST)).replace("PORT", str(srv.port)))
+        res = subprocess.run([_micropython(), "-X", "heapsize=8m", str(script)], capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert res.stdout.strip() == "OK True 8", res.stdout
+        # the same program applied directly to a model gives the same live tables
+        direct = ForwardingModel(clock=lambda: 0)
+        program(direct, prog)
+        direct.commit()
+        a, b = regs.model._live, direct._live
+        assert (a.router_id, a.mac, a.mtu, a.next_hop) == (b.router_id, b.mac, b.mtu, b.next_hop)
+        for s in range(8):
+            x, y = a.slots[s], b.slots[s]
+            assert x.enabled == y.enabled and x.caches == y.caches and x.hash == y.hash, s
+            if y.enabled:
+                assert x.service == y.service
+            if y.mask is not None:
+                # decoded from the compiled tables: equivalent first-match behaviour
+                assert len(x.mask) == len(y.mask)
+                for (mx, vx), (my, vy) in zip(x.mask, y.mask, strict=True):
+                    assert mx == my
+                    first = {}
+                    for v in vy:
+                        if all((v[i] & ~my[i]) == 0 for i in range(4)):
+                            first.setdefault(v[:4], v[4])
+                    assert {v[:4]: v[4] for v in vx} == first
+    finally:
+        srv.close()

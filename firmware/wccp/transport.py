@@ -172,3 +172,15 @@ class SocketTransport(SpiFramedTransport):
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+class LoopbackTransport(SpiFramedTransport):
+    """SPI transactions handed to an in-process slave (``slave.transaction(mosi) -> miso``),
+    e.g. ``wccp.fwdmodel.ModelRegisterFile``: the driver and a register-level FPGA model in
+    one interpreter."""
+
+    def __init__(self, slave):
+        self.slave = slave
+
+    def _xfer(self, tx):
+        return self.slave.transaction(tx)
