@@ -656,3 +656,19 @@ def test_fast_mode_twin_shape_micropython_driver_socket_model(tmp_path):
                     assert {v[:4]: v[4] for v in vx} == first
     finally:
         srv.close()
+
+
+def test_recording_transport_replays_to_the_same_image():
+    from wccp.transport import RecordingTransport
+    rec = RecordingTransport()
+    dp = FpgaDataPlane(rec, check_id=False)
+    prog = random_program(random.Random(8))
+    program(dp, prog)
+    dp.commit()
+    writes = rec.take()
+    assert writes and rec.writes == []
+    regs = RegFile()
+    for addr, words in writes:
+        for i, w in enumerate(words):
+            regs.write_word(addr + i, w)
+    check_image(regs.live, prog)

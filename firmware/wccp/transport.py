@@ -184,3 +184,30 @@ class LoopbackTransport(SpiFramedTransport):
 
     def _xfer(self, tx):
         return self.slave.transaction(tx)
+
+
+class RecordingTransport(RegisterTransport):
+    """Records writes as [(addr, [words...]), ...]; reads return zeros (or ``read_fn``).
+
+    For testbenches that cannot call the synchronous driver directly (cocotb): run
+    ``FpgaDataPlane(RecordingTransport(), check_id=False)``, then replay ``writes`` over
+    the simulated SPI/register bus — the RTL gets exactly the firmware's register writes
+    (a read of STATUS as 0 lets commit() complete at once)."""
+
+    def __init__(self, read_fn=None):
+        self.writes = []
+        self.read_fn = read_fn
+
+    def write(self, addr, words):
+        self.writes.append((addr, list(words)))
+
+    def read(self, addr, n):
+        if self.read_fn is not None:
+            return list(self.read_fn(addr, n))
+        return [0] * n
+
+    def take(self):
+        """Return and forget the writes recorded so far."""
+        w = self.writes
+        self.writes = []
+        return w
