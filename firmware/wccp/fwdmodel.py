@@ -15,11 +15,14 @@ implements the same:
  D2 Per-port rx frames/bytes count every received frame, dropped ones included, bytes
     incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache byte
     counters count the RECEIVED frame length incl. FCS. ``learnt`` (per rx port) counts
-    learn events: one per cache entry (slot, index) updated by a frame (D6). ``rx_overflow`` exists
-    for parity with the FPGA (egress FIFO overflow) and is always 0 in the model.
- D3 Decision order: rx checks; parse; learning; GRE return; watchdog (fail-open); IPv4
-    validity; slots; exclusions; assignment; cache resolution; method. While redirection
-    is disabled no classification counter moves (not even ``not_redirectable``).
+    learn events: one per cache entry (slot, index) updated by a frame (D6).
+    ``rx_overflow`` exists for parity with the FPGA (egress FIFO overflow) and is always 0
+    in the model.
+ D3 Decision order: rx checks; Ethernet (not IPv4: normal, uncounted); IPv4 validity
+    (invalid: normal, ``not_redirectable`` only while redirection is enabled); learning;
+    GRE return; watchdog (fail-open); slots; exclusions; assignment; cache resolution;
+    method. While redirection is disabled no classification counter moves. Redirection
+    needs arm() once and then heartbeats (D11): the control plane must call arm().
  D4 "Valid for redirect" TCP/UDP ports must lie inside the IP total length (Ethernet
     padding does not count).
  D5 The port list is consulted only when the SLOT's protocol is 6 or 17 and PORTS_DEFINED
@@ -69,10 +72,15 @@ implements the same:
     must be even.
 
 Counters (``counters()`` dict): per port lists ``rx_frames rx_bytes tx_frames tx_bytes
-rx_runt rx_bad_fcs rx_oversize rx_overflow learnt``; totals ``not_redirectable gre_return gre_return_bad
-from_cache unassigned cache_unknown redirect_l2 redirect_gre gre_too_big``; per slot lists
+rx_runt rx_bad_fcs rx_oversize rx_overflow learnt``; totals ``not_redirectable gre_return
+gre_return_bad from_cache unassigned cache_unknown redirect_l2 redirect_gre gre_too_big``; per slot lists
 ``slot_frames slot_bytes``; per slot x cache ``cache_frames cache_bytes`` (8 lists of 32);
-per slot x bucket ``bucket_hits`` (8 lists of 256).
+per slot x bucket ``bucket_hits`` (8 lists of 256). ``wccp.fpga.FpgaDataPlane.counters()``
+returns the same keys.
+
+``ModelRegisterFile`` (end of this file) puts the FPGA register map (docs/regmap.md) in
+front of a model: the firmware's FPGA driver can program the model exactly as it programs
+the RTL (the digital twin's fast mode).
 """
 import struct
 
