@@ -52,15 +52,60 @@ def now_s():
 def measure(m, f, expect, seconds):
     assert m.decide(0, f).action == expect, m.decide(0, f)
     assert len(f) == 64
-    n = 0
-    t0 = now_s()
-    t1 = t0
-    while t1 - t0 < seconds:
-        for _ in range(200):
-            m.process(0, f)
-        n += 200
-        t1 = now_s()
-    return n / (t1 - t0)
+    best = 0.0
+    for _ in range(5):                   # best of 5 rounds: the VM is shared with other jobs
+        n = 0
+        t0 = now_s()
+        t1 = t0
+        while t1 - t0 < seconds / 5:
+            for _ in range(100):
+                m.process(0, f)
+            n += 100
+            t1 = now_s()
+        best = max(best, n / (t1 - t0))
+    return best
+
+
+def driver_cost():
+    """SPI traffic of the FPGA driver for one group reprogram (32 caches, hash) + commit."""
+    from wccp.fpga import FpgaDataPlane
+    from wccp.fwdmodel import ModelRegisterFile
+    from wccp.transport import LoopbackTransport
+
+    class Counting(LoopbackTransport):
+        n = 0
+        bytes = 0
+
+        def _xfer(self, tx):
+            self.n += 1
+            self.bytes += len(tx)
+            return LoopbackTransport._xfer(self, tx)
+
+    t = Counting(ModelRegisterFile(ForwardingModel(clock=lambda: 0)))
+    dp = FpgaDataPlane(t)
+    dp.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01")
+    caches = [{"address": 0x0A000100 + i, "forward": FWD_GRE} for i in range(32)]
+    dp.set_group(0, {"service_type": 1, "service_id": 90, "protocol": 6,
+                     "service_flags": SF_DST_IP_HASH | SF_PORTS_DEFINED, "ports": [80]})
+    dp.commit()
+    t.n = t.bytes = 0
+    dp.set_caches(0, caches)
+    dp.set_hash(0, [i % 32 for i in range(256)])
+    dp.commit()
+    first = (t.n, t.bytes)
+    t.n = t.bytes = 0
+    dp.set_caches(0, caches)
+    dp.set_hash(0, [(i + 1) % 32 for i in range(256)])
+    dp.commit()
+    again = (t.n, t.bytes)
+    t.n = t.bytes = 0
+    dp.counters()
+    cnt = (t.n, t.bytes)
+    for name, (n, b) in (("new 32-cache hash group + commit", first),
+                         ("bucket change (same caches) + commit", again),
+                         ("read all counters", cnt)):
+        print("driver      %-38s %4d SPI transactions %6d bytes = %5.0f us at 25 MHz"
+              % (name, n, b, b * 8 / 25.0))
 
 
 def run(seconds=1.0):
@@ -70,7 +115,9 @@ def run(seconds=1.0):
     res["GRE redirect"] = measure(model(FWD_GRE), frame64(80), "redirect_gre", seconds)
     res["L2 redirect"] = measure(model(FWD_L2), frame64(80), "redirect_l2", seconds)
     for k in ("pass-through", "GRE redirect", "L2 redirect"):
-        print("%-11s %-13s %9.0f frames/s" % (impl, k, res[k]))
+        print("%-11s %-13s %9.0f frames/s (best of 5 rounds)" % (impl, k, res[k]))
+    if impl == "cpython":
+        driver_cost()
     return res
 
 
