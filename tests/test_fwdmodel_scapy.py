@@ -267,3 +267,107 @@ def test_tshark_decodes_redirect_header_without_errors(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 0, bad.stderr
     assert bad.stdout.strip() == "", bad.stdout
+
+
+# --- property-based: invariants over random tables and random (often malformed) frames ---
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _model_from(data):
+    m = ForwardingModel(clock=lambda: 0)
+    m.configure(ip2int(ROUTER_ID), APP_MAC, data.draw(st.integers(68, 1500)))
+    for slot in range(data.draw(st.integers(0, 3))):
+        m.set_group(slot, {"service_type": data.draw(st.integers(0, 1)), "service_id": data.draw(st.integers(0, 255)),
+                           "protocol": data.draw(st.sampled_from([0, 6, 17, 47])),
+                           "service_flags": data.draw(st.integers(0, 0xFFF)),
+                           "ports": data.draw(st.lists(st.sampled_from([0, 53, 80, 443]), max_size=8))})
+        n = data.draw(st.integers(0, 4))
+        m.set_caches(slot, [{"address": ip2int(CACHE_IPS[i]), "forward": data.draw(st.sampled_from([FWD_GRE, FWD_L2])),
+                             "mac": CACHE_MACS[i], "port": data.draw(st.integers(0, 1))} for i in range(n)])
+        if data.draw(st.booleans()):
+            m.set_hash(slot, data.draw(st.binary(min_size=256, max_size=256)))
+        else:
+            m.set_mask(slot, [{"masks": (0, 3, 0, 0), "values": [(0, v, 0, 0, v) for v in range(4)]}])
+    m.commit()
+    m.arm(0)
+    m.heartbeat()
+    return m
+
+
+def _frame(data):
+    kind = data.draw(st.sampled_from(["tcp", "udp", "gre", "raw", "icmp"]))
+    src = data.draw(st.sampled_from(["192.168.1.10", CACHE_IPS[0], "10.9.8.7"]))
+    dst = data.draw(st.sampled_from(["203.0.113.7", ROUTER_ID, "198.51.100.1"]))
+    payload = data.draw(st.binary(max_size=200))
+    if kind == "tcp":
+        pkt = IP(src=src, dst=dst) / TCP(sport=data.draw(st.sampled_from([80, 1234])), dport=data.draw(st.sampled_from([80, 443, 9]))) / payload
+    elif kind == "udp":
+        pkt = IP(src=src, dst=dst) / UDP(dport=data.draw(st.sampled_from([53, 80]))) / payload
+    elif kind == "gre":
+        pkt = IP(src=src, dst=dst) / GRE(proto=0x883E) / data.draw(st.sampled_from([b"\x01\x00\x00\x00", b""])) / \
+            IP(src="203.0.113.7", dst="192.168.1.10") / payload
+    elif kind == "icmp":
+        pkt = IP(src=src, dst=dst) / ICMP() / payload
+    else:
+        pkt = IP(src=src, dst=dst, proto=99) / payload
+    raw = bytearray(bytes(Ether(dst="02:00:00:00:00:9a", src="02:00:00:00:00:c1") / pkt))
+    # corrupt some bytes of the headers now and then (IHL, lengths, flags, anything)
+    for _ in range(data.draw(st.integers(0, 3))):
+        i = data.draw(st.integers(12, min(len(raw) - 1, 60)))
+        raw[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, 2))
+    if cut == 1:
+        raw = raw[:data.draw(st.integers(min(40, len(raw)), len(raw)))]
+    body = bytes(raw)
+    if len(body) < 60 and data.draw(st.booleans()):
+        body = body.ljust(60, b"\x00")
+    f = with_fcs(body)
+    if data.draw(st.integers(0, 20)) == 0:
+        f = f[:-1] + bytes([f[-1] ^ 1])
+    return f
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_invariants_random_tables_and_frames(data):
+    m = _model_from(data)
+    for _ in range(5):
+        port = data.draw(st.integers(0, 1))
+        f = _frame(data)
+        d = m.decide(port, f)
+        before = m.counters()
+        outs = m.process(port, f)
+        after = m.counters()
+        assert after["rx_frames"][port] == before["rx_frames"][port] + 1
+        if d.action == "drop":
+            assert outs == []
+            if d.reason == "gre_return_bad":
+                assert after[d.reason] == before[d.reason] + 1
+            else:
+                assert after[d.reason][port] == before[d.reason][port] + 1
+            continue
+        [(o, out)] = outs
+        assert o == d.out_port
+        assert len(out) >= 64 and len(out) <= 1522
+        assert zlib.crc32(out[:-4]) & 0xFFFFFFFF == struct.unpack("<I", out[-4:])[0]
+        if d.action == "forward":
+            assert out == f and o == port ^ 1
+        elif d.action == "redirect_gre":
+            e = Ether(out[:-4])
+            outer = e[IP]
+            again = outer.copy()
+            del again.chksum
+            assert IP(bytes(again)).chksum == outer.chksum
+            inner = bytes(outer[GRE].payload)[4:4 + outer.len - 28]
+            src_ip = Ether(f[:-4])[IP]
+            assert inner == bytes(src_ip)[:src_ip.len]
+            assert outer.len <= m._live.mtu
+        elif d.action == "redirect_l2":
+            assert out[12:-4] == f[12:-4] and out[:6] in CACHE_MACS
+        else:
+            assert d.action == "decap" and o == port ^ 1
+            assert Ether(out[:-4]).type == 0x0800
+        if isinstance(after.get(d.reason), int):
+            assert after[d.reason] == before[d.reason] + 1, d
