@@ -297,7 +297,7 @@ def _model_from(data):
 
 
 def _frame(data):
-    kind = data.draw(st.sampled_from(["tcp", "udp", "gre", "raw", "icmp"]))
+    kind = data.draw(st.sampled_from(["tcp", "tcp", "udp", "gre", "gre", "raw", "icmp"]))
     src = data.draw(st.sampled_from(["192.168.1.10", CACHE_IPS[0], "10.9.8.7"]))
     dst = data.draw(st.sampled_from(["203.0.113.7", ROUTER_ID, "198.51.100.1"]))
     payload = data.draw(st.binary(max_size=200))
@@ -321,7 +321,7 @@ def _frame(data):
     if cut == 1:
         raw = raw[:data.draw(st.integers(min(40, len(raw)), len(raw)))]
     body = bytes(raw)
-    if len(body) < 60 and data.draw(st.booleans()):
+    if len(body) < 60 and data.draw(st.integers(0, 5)) != 0:
         body = body.ljust(60, b"\x00")
     f = with_fcs(body)
     if data.draw(st.integers(0, 20)) == 0:
