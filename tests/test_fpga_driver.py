@@ -122,13 +122,17 @@ class RegFile:
 
 
 class Server:
-    def __init__(self, regs, port=0):
+    def __init__(self, regs, port=0, path=None):
         self.regs = regs
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((HOST, port))
+        if path is not None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.bind(path)
+        else:
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.sock.bind((HOST, port))
         self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
+        self.port = self.sock.getsockname()[1] if path is None else None
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -672,3 +676,20 @@ def test_recording_transport_replays_to_the_same_image():
         for i, w in enumerate(words):
             regs.write_word(addr + i, w)
     check_image(regs.live, prog)
+
+
+def test_unix_socket_transport(tmp_path):
+    path = str(tmp_path / "fpga.sock")
+    srv = Server(RegFile(), path=path)
+    try:
+        tr = SocketTransport(path=path)
+        dp = FpgaDataPlane(tr)
+        dp.configure(0x0A000001, bytes.fromhex("020000000001"), 1500)
+        dp.commit()
+        assert srv.regs.live[R.ROUTER_ID] == 0x0A000001
+        tr.close()
+        tr.close()
+    finally:
+        srv.close()
+    with pytest.raises(ValueError):
+        SocketTransport(HOST)
