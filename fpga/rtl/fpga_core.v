@@ -38,6 +38,10 @@ module fpga_core #(
     wire [31:0] spi_wdata;
     wire [31:0] reg_rdata;
     wire        reg_rvalid;
+    wire [31:0] rg_rdata, cc_rdata, bc_rdata;
+    wire        rg_rvalid, cc_rvalid, bc_rvalid, cc_rd, bc_rd;
+    assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid;
+    assign reg_rdata = cc_rvalid ? cc_rdata : (bc_rvalid ? bc_rdata : rg_rdata);
     wire        dbg_sel = dbg_reg_wr | dbg_reg_rd;
     wire [23:0] reg_addr  = dbg_sel ? dbg_reg_addr : spi_addr;
     wire        reg_wr    = dbg_reg_wr | spi_wr;
@@ -77,6 +81,9 @@ module fpga_core #(
     wire [1:0]    ev_slot;
     wire [5:0]    ev_slot_idx;
     wire [23:0]   ev_bytes;
+    wire [1:0]    ev_cache, ev_bucket;
+    wire [9:0]    ev_cache_idx;
+    wire [15:0]   ev_bucket_idx;
 
     wire          lr_valid0, lr_valid1;
     wire [7:0]    lr_idx0, lr_idx1;
@@ -92,14 +99,15 @@ module fpga_core #(
 
     wccp_regs #(.CLK_PER_US(CLK_PER_US)) regs (
         .clk(clk), .rst(rst), .reg_addr(reg_addr), .reg_wr(reg_wr), .reg_wdata(reg_wdata),
-        .reg_rd(reg_rd), .reg_rdata(reg_rdata), .reg_rvalid(reg_rvalid),
+        .reg_rd(reg_rd), .reg_rdata(rg_rdata), .reg_rvalid(rg_rvalid),
         .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu), .nh_mac(nh_mac),
         .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
         .live(live), .copy_start(copy_start), .copy_busy(|copy_busy), .hold(hold),
         .engines_busy(|busy), .t_wr(t_wr), .t_sel(t_sel), .t_addr(t_addr), .t_data(t_data),
         .ln_wr(rg_ln_wr), .ln_idx(rg_ln_idx), .ln_data(rg_ln_data), .ln_ack(ln_ack_rg),
         .ev_rx(ev_rx), .ev_rx_len(ev_rx_len), .ev_drop(ev_drop), .ev_tx(ev_tx), .ev_tx_len(ev_tx_len),
-        .ev_cause(ev_cause), .ev_slot(ev_slot), .ev_slot_idx(ev_slot_idx), .ev_bytes(ev_bytes));
+        .ev_cause(ev_cause), .ev_slot(ev_slot), .ev_slot_idx(ev_slot_idx), .ev_bytes(ev_bytes),
+        .cc_rd(cc_rd), .bc_rd(bc_rd));
     assign redirect_active = active;
 
     // ---------------- per receive port: queue, decision, builder ----------------
@@ -200,9 +208,10 @@ module fpga_core #(
             .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop), .act_port(act_port),
             .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_hdr(act_hdr),
             .act_src_off(act_src_off), .act_copy_len(act_copy_len),
-            .ev_cause(ev_cause[g*11 +: 11]), .ev_slot(ev_slot[g]), .ev_cache(),
-            .ev_bucket(), .ev_slot_idx(ev_slot_idx[g*3 +: 3]), .ev_cache_idx(),
-            .ev_bucket_idx(), .ev_bytes(ev_b));
+            .ev_cause(ev_cause[g*11 +: 11]), .ev_slot(ev_slot[g]), .ev_cache(ev_cache[g]),
+            .ev_bucket(ev_bucket[g]), .ev_slot_idx(ev_slot_idx[g*3 +: 3]),
+            .ev_cache_idx(ev_cache_idx[g*5 +: 5]), .ev_bucket_idx(ev_bucket_idx[g*8 +: 8]),
+            .ev_bytes(ev_b));
         assign ev_bytes[g*12 +: 12] = ev_b;
 
         wccp_builder #(.BUF_AW(BUF_AW)) builder (
@@ -214,6 +223,18 @@ module fpga_core #(
             .m_ready(b_ready[g]));
     end
     endgenerate
+
+    // ---------------- per (slot, cache) and per (slot, bucket) counters ----------------
+    wccp_cnt_ram #(.AW(8), .BYTES(1)) cache_cnt (
+        .clk(clk), .rst(rst),
+        .ev0(ev_cache[0]), .ev0_idx({ev_slot_idx[2:0], ev_cache_idx[4:0]}), .ev0_bytes(ev_bytes[11:0]),
+        .ev1(ev_cache[1]), .ev1_idx({ev_slot_idx[5:3], ev_cache_idx[9:5]}), .ev1_bytes(ev_bytes[23:12]),
+        .rd(cc_rd), .rd_idx(reg_addr[8:1]), .rd_hi(reg_addr[0]), .rdata(cc_rdata), .rvalid(cc_rvalid));
+    wccp_cnt_ram #(.AW(11), .BYTES(0)) bucket_cnt (
+        .clk(clk), .rst(rst),
+        .ev0(ev_bucket[0]), .ev0_idx({ev_slot_idx[2:0], ev_bucket_idx[7:0]}), .ev0_bytes(12'd0),
+        .ev1(ev_bucket[1]), .ev1_idx({ev_slot_idx[5:3], ev_bucket_idx[15:8]}), .ev1_bytes(12'd0),
+        .rd(bc_rd), .rd_idx(reg_addr[10:0]), .rd_hi(1'b0), .rdata(bc_rdata), .rvalid(bc_rvalid));
 
     // ---------------- egress: arbiter + MAC tx per port ----------------
     wire [1:0] e_grant_valid;

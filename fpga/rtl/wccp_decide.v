@@ -6,6 +6,7 @@
 // starting a new frame so that a commit always falls between two decisions.
 `timescale 1ns / 1ps
 `default_nettype none
+/* verilator lint_off UNUSEDSIGNAL */
 module wccp_decide #(
     parameter PORT = 0
 ) (
@@ -179,6 +180,16 @@ module wccp_decide #(
         2'd2: bsel = w[15:8];
         default: bsel = w[7:0];
         endcase
+    endfunction
+
+    function [6:0] bsel_lo7;
+        input [31:0] w;
+        input [1:0] i;
+        reg [7:0] b;
+        begin
+            b = bsel(w, i);
+            bsel_lo7 = b[6:0];
+        end
     endfunction
 
     // GRE return checks
@@ -356,11 +367,11 @@ module wccp_decide #(
                 if (bsel(bk_rdata, pb[1:0]) == 8'hFF) begin
                     ev_cause[C_UNASS] <= 1'b1;
                     state <= S_OUT;
-                end else if (bsel(bk_rdata, pb[1:0]) & 8'h80) begin
+                end else if (bsel(bk_rdata, pb[1:0]) >= 8'h80) begin
                     alt_used <= 1'b1;
                     state <= S_B2;
                 end else begin
-                    cidx <= bsel(bk_rdata, pb[1:0]) & 8'h7F;
+                    cidx <= bsel_lo7(bk_rdata, pb[1:0]);
                     state <= S_CIDX;
                 end
             end
@@ -369,7 +380,7 @@ module wccp_decide #(
                     ev_cause[C_UNASS] <= 1'b1;
                     state <= S_OUT;
                 end else begin
-                    cidx <= bsel(bk_rdata, ab[1:0]) & 8'h7F;
+                    cidx <= bsel_lo7(bk_rdata, ab[1:0]);
                     state <= S_CIDX;
                 end
             end
@@ -384,7 +395,7 @@ module wccp_decide #(
             end
             S_M2: begin
                 if (bsel(mt_rdata, cidx[1:0]) != 8'hFF) begin
-                    cidx <= bsel(mt_rdata, cidx[1:0]) & 8'h7F;
+                    cidx <= bsel_lo7(mt_rdata, cidx[1:0]);
                     state <= S_CIDX;
                 end else if (mset + 3'd1 < m_nsets) begin
                     mset <= mset + 3'd1;
@@ -457,4 +468,5 @@ module wccp_decide #(
     end
 
 endmodule
+/* verilator lint_on UNUSEDSIGNAL */
 `default_nettype wire

@@ -101,7 +101,7 @@ module wccp_mac_tx #(
                 gmii_tx_en <= 1'b0;
                 gmii_txd <= 8'd0;
                 cnt <= cnt + 4'd1;
-                if (cnt == IFG - 2) state <= S_IDLE;
+                if (cnt == IFG - 1) state <= S_IDLE;
             end
             default: state <= S_IDLE;
             endcase

@@ -33,7 +33,7 @@ module wccp_parser (
     reg [15:0] etype;
     reg [7:0]  ver_ihl;
     reg [15:0] tlen;
-    reg [15:0] frag;
+    reg [13:0] frag;
     reg [7:0]  prot;
     reg [31:0] s_ip, d_ip;
     reg [7:0]  l4b [0:11];
@@ -69,7 +69,7 @@ module wccp_parser (
                 vlan_tci <= 16'd0;
                 ver_ihl <= 8'd0;
                 tlen <= 16'd0;
-                frag <= 16'd0;
+                frag <= 14'd0;
                 prot <= 8'd0;
                 s_ip <= 32'd0;
                 d_ip <= 32'd0;
@@ -80,7 +80,7 @@ module wccp_parser (
                 11'd0: ver_ihl <= s_data;
                 11'd2: tlen[15:8] <= s_data;
                 11'd3: tlen[7:0] <= s_data;
-                11'd6: frag[15:8] <= s_data;
+                11'd6: frag[13:8] <= s_data[5:0];
                 11'd7: frag[7:0] <= s_data;
                 11'd9: prot <= s_data;
                 11'd12, 11'd13, 11'd14, 11'd15: s_ip <= {s_ip[23:0], s_data};

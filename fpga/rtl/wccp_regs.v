@@ -49,7 +49,10 @@ module wccp_regs #(
     input  wire [21:0]   ev_cause,     // per port 11 bits (wccp_decide CAUSE order)
     input  wire [1:0]    ev_slot,
     input  wire [5:0]    ev_slot_idx,
-    input  wire [23:0]   ev_bytes
+    input  wire [23:0]   ev_bytes,
+    // counter RAMs (per cache, per bucket): read strobes, data returned by the RAMs
+    output wire          cc_rd,
+    output wire          bc_rd
 );
 `include "wccp_regmap.vh"
 
@@ -63,7 +66,7 @@ module wccp_regs #(
     reg  [31:0]   control, wdt_timeout, wdt_left, commits;
     reg  [6:0]    prescale;
     reg           wdt_armed;
-    reg  [47:0]   ln_stage;
+    reg  [31:0]   ln_stage;
     reg           commit_req, commit_copy;
 
     wire [23:0] a = reg_addr;
@@ -74,6 +77,10 @@ module wccp_regs #(
     wire        in_bucket = (a >= `WCCP_BUCKET_BASE) && (a < `WCCP_BUCKET_BASE + 24'h200);
     wire        in_maskset = (a >= `WCCP_MASKSET_BASE) && (a < `WCCP_MASKSET_BASE + 24'h80);
     wire        in_masktab = (a >= `WCCP_MASKTAB_BASE) && (a < `WCCP_MASKTAB_BASE + 24'h400);
+    wire        in_cc = (a >= `WCCP_CACHECNT_BASE) && (a < `WCCP_CACHECNT_BASE + 24'h200);
+    wire        in_bc = (a >= `WCCP_BUCKETCNT_BASE) && (a < `WCCP_BUCKETCNT_BASE + 24'h800);
+    assign cc_rd = reg_rd && in_cc;
+    assign bc_rd = reg_rd && in_bc;
 
     // ---------------- counters ----------------
     reg [31:0] pc [0:63];          // port counters: port*32 + offset (offsets 0..17)
@@ -174,9 +181,9 @@ module wccp_regs #(
                     2'd2: begin
                         ln_wr <= 1'b1;
                         ln_idx <= a[9:2];
-                        ln_data <= {reg_wdata[17], reg_wdata[16], reg_wdata[23:20], reg_wdata[15:0], ln_stage[31:0]};
+                        ln_data <= {reg_wdata[17], reg_wdata[16], reg_wdata[23:20], reg_wdata[15:0], ln_stage};
                     end
-                    default: ln_stage[31:0] <= reg_wdata;
+                    default: ln_stage <= reg_wdata;
                     endcase
                 end
                 if (in_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; t_addr <= {1'b0, a[8:0]}; t_data <= reg_wdata; end
@@ -188,7 +195,7 @@ module wccp_regs #(
             end
 
             // ---- register reads ----
-            if (reg_rd) begin
+            if (reg_rd && !in_cc && !in_bc) begin
                 reg_rvalid <= 1'b1;
                 reg_rdata <= 32'd0;
                 case (a)
@@ -217,9 +224,9 @@ module wccp_regs #(
                         default: ;
                         endcase
                     end
-                    if (a[23:6] == (`WCCP_PORTCNT_BASE >> 6))
+                    if ({a[23:6], 6'd0} == `WCCP_PORTCNT_BASE)
                         reg_rdata <= pc[a[5:0]];
-                    if (a[23:7] == (`WCCP_SLOTCNT_BASE >> 7) && a[3:2] == 2'd0)
+                    if ({a[23:7], 7'd0} == `WCCP_SLOTCNT_BASE && a[3:2] == 2'd0)
                         reg_rdata <= sc[{a[6:4], a[1:0]}];
                 end
                 endcase

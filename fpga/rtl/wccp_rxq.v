@@ -51,7 +51,10 @@ module wccp_rxq #(
         .m_data(r_data), .m_valid(r_valid), .m_last(r_last), .m_good(r_good), .m_runt(r_runt),
         .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len));
 
-    wire        p_done, p_vlan, p_is_ip, p_ip_ok;
+    wire        p_vlan, p_is_ip, p_ip_ok;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire        p_done;   // the bundle is pushed in the same cycle (see keep)
+    /* verilator lint_on UNUSEDSIGNAL */
     wire [47:0] p_dst, p_src;
     wire [15:0] p_tci, p_sport, p_dport, p_totlen, p_len4, p_len8;
     wire [10:0] p_flen;

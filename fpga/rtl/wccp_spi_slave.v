@@ -18,18 +18,19 @@ module wccp_spi_slave (
     input  wire [31:0] reg_rdata,
     input  wire        reg_rvalid
 );
-    reg [2:0] sck_s, cs_s, mosi_s;
+    reg [2:0] sck_s;
+    reg [1:0] cs_s, mosi_s;
     always @(posedge clk) begin
         sck_s <= {sck_s[1:0], spi_sck};
-        cs_s <= {cs_s[1:0], spi_cs_n};
-        mosi_s <= {mosi_s[1:0], spi_mosi};
+        cs_s <= {cs_s[0], spi_cs_n};
+        mosi_s <= {mosi_s[0], spi_mosi};
     end
     wire sck_rise = (sck_s[2:1] == 2'b01);
     wire sck_fall = (sck_s[2:1] == 2'b10);
     wire cs_act   = !cs_s[1];
 
     reg [2:0]  bitn;
-    reg [7:0]  sh;
+    reg [6:0]  sh;
     reg [2:0]  nbyte;       // 0 cmd, 1..3 address, 4 = data phase
     reg [1:0]  wbyte;
     reg [7:0]  cmd;
@@ -59,7 +60,7 @@ module wccp_spi_slave (
             end
         end else begin
             if (sck_rise) begin
-                sh <= byte_in;
+                sh <= byte_in[6:0];
                 bitn <= bitn + 3'd1;
                 if (bitn == 3'd7) begin
                     case (nbyte)

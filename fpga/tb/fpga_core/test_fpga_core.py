@@ -130,6 +130,16 @@ class TB:
             c["slot_bytes"].append(sum([await self.bus.read(b + 2 * p + 1) for p in range(2)]))
         return c
 
+    async def table_counters(self, slots):
+        cf, cb, bh = {}, {}, {}
+        for s in slots:
+            b = R.CACHECNT_BASE + s * R.CACHECNT_STRIDE
+            cf[s] = [await self.bus.read(b + 2 * i) for i in range(R.MAX_CACHES)]
+            cb[s] = [await self.bus.read(b + 2 * i + 1) for i in range(R.MAX_CACHES)]
+            b = R.BUCKETCNT_BASE + s * R.BUCKETCNT_STRIDE
+            bh[s] = [await self.bus.read(b + i) for i in range(R.NUM_BUCKETS)]
+        return cf, cb, bh
+
 
 def _match(exp, got):
     """Index of the alternative `got` equals (0 for a plain expected frame), or None."""
@@ -301,6 +311,12 @@ async def test_random_traffic(dut):
     assert c["slot_frames"] == mc["slot_frames"], (c["slot_frames"], mc["slot_frames"])
     assert c["slot_bytes"] == mc["slot_bytes"]
     assert sum(c["rx_overflow"]) == 0
+    cf, cb, bh = await tb.table_counters([0, 1, 2])
+    for s in (0, 1, 2):
+        assert cf[s] == mc["cache_frames"][s], (s, cf[s], mc["cache_frames"][s])
+        assert cb[s] == mc["cache_bytes"][s], (s, cb[s], mc["cache_bytes"][s])
+        assert bh[s] == mc["bucket_hits"][s], (s, bh[s], mc["bucket_hits"][s])
+    assert c["learnt"] == mc["learnt"], (c["learnt"], mc["learnt"])
     assert mc["redirect_gre"] > 0 and mc["redirect_l2"] > 0 and mc["gre_return"] > 0
     dut._log.info("model counters: %s", {k: v for k, v in mc.items() if not isinstance(v, list) or
                                         not isinstance(v[0], list)})
