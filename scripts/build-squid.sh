@@ -47,6 +47,10 @@ HASH="$( { cat "$PATCH"; printf '%s\n' "${CONFIGURE_FLAGS[@]}" "$BUILD_CFLAGS"; 
 PATCHED_DIR="$CACHE_ROOT/squid-$SQUID_UPSTREAM-wccpfix-$HASH"
 
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
+# Temporary build directories are removed however the script ends.
+CLEANUP=()
+cleanup() { local d; for d in "${CLEANUP[@]}"; do rm -rf "$d"; done; }
+trap cleanup EXIT
 export DEBIAN_FRONTEND=noninteractive
 
 ensure_deb_src() {
@@ -84,6 +88,11 @@ debian_version() {
 }
 
 DEB_VERSION="$(debian_version)"
+if [ -z "$DEB_VERSION" ]; then            # empty package lists (fresh container)
+  $SUDO apt-get update -qq >&2
+  DEB_VERSION="$(debian_version)"
+fi
+[ -n "$DEB_VERSION" ] || { echo "build-squid: apt knows no squid package" >&2; exit 1; }
 DEBIAN_DIR="$CACHE_ROOT/squid-deb-${DEB_VERSION//[:~]/_}"
 
 if [ "${1:-}" = "--print" ]; then
@@ -109,7 +118,7 @@ build_patched() {
   ensure_deb_src
   local work
   work="$(mktemp -d "$CACHE_ROOT/.build.XXXXXX")"
-  trap 'rm -rf "$work"' RETURN
+  CLEANUP+=("$work")
   echo "build-squid: fetching Debian source package squid into $work"
   (cd "$work" && apt-get source -qq "squid=$DEB_VERSION" >/dev/null 2>&1 || apt-get source -qq squid >/dev/null)
   local src
@@ -151,7 +160,7 @@ fetch_debian() {
   [ -x "$DEBIAN_DIR/usr/sbin/squid" ] && return 0
   local work
   work="$(mktemp -d "$CACHE_ROOT/.deb.XXXXXX")"
-  trap 'rm -rf "$work"' RETURN
+  CLEANUP+=("$work")
   chmod 755 "$work"
   local root="$work/root"
   mkdir -p "$root"
