@@ -348,3 +348,42 @@ def test_election_ordering_against_the_router(election):
     assert group(r)["assignment_key"]["address"] == want
     des = [m for m in ms if cs.int2ip(m.address) == want][0]
     assert_status_matches(r, des)
+
+
+def test_l2_adjacent_caches_and_default_capabilities():
+    svc = [{"id": 0, "type": "standard", "forwarding": ["gre", "l2"], "return": ["gre", "l2"],
+            "l2_adjacent": ["127.61.13.11"]}]
+    r = Router(router_cfg("127.61.13.1", services=svc), ForwardingModel(), 0)
+    adj = mk("127.61.13.11", ["127.61.13.1"], forwarding=2, return_method=2)
+    far = mk("127.61.13.12", ["127.61.13.1"], forwarding=2, return_method=1)
+    nocap = mk("127.61.13.13", ["127.61.13.1"], send_capabilities=False)
+    b = Bench([r], [adj, far, nocap])
+    b.start()
+    b.run(6.0)
+    st = {c["address"]: c for c in group(r)["caches"]}
+    assert st["127.61.13.11"]["state"] == "usable" and st["127.61.13.11"]["forwarding"] == "l2"
+    assert st["127.61.13.12"]["state"] == "pending" and "L2" in st["127.61.13.12"]["reason"]
+    assert st["127.61.13.13"]["state"] == "usable"
+    assert (st["127.61.13.13"]["forwarding"], st["127.61.13.13"]["return"]) == ("gre", "gre")
+    assert adj.routers[0].cap_ok and nocap.routers[0].cap_ok and far.routers[0].cap_ok is False
+    assert_status_matches(r, adj)
+    assert group(r)["assignment"]["caches"] == ["127.61.13.11", "127.61.13.13"]
+
+
+def test_one_cache_in_two_service_groups(tmp_path):
+    svc = [{"id": 0, "type": "standard"}, {"id": 91, "type": "dynamic", "assignment": ["mask"]}]
+    r = Router(router_cfg("127.61.14.1", services=svc), ForwardingModel(), 0)
+    dyn = cs.dynamic_service(91, protocol=17, ports=[53], priority=10)
+    ms = []
+    for a in ("127.61.14.11", "127.61.14.12"):
+        ms.append(mk(a, ["127.61.14.1"]))
+        ms.append(mk(a, ["127.61.14.1"], service=dyn, assignment="mask", masks=[{"src_addr": 1}]))
+    b = Bench([r], ms)
+    b.start()
+    b.run(6.0)
+    assert_status_matches(r, ms[0], 0)
+    assert_status_matches(r, ms[1], 91)
+    assert group(r, 91)["assignment"]["type"] == "mask" and group(r, 0)["assignment"]["type"] == "hash"
+    assert group(r, 91)["definition"]["protocol"] == 17
+    assert not any(m.errors for m in ms)
+    b.check_tshark(tmp_path / "two.pcap", min_frames=20)
