@@ -15,7 +15,6 @@ ASSIGNMENT = ("hash", "mask")
 RETURN = ("gre", "l2")
 
 DEFAULT_CONFIG = {
-    "router_id": "127.0.0.1",
     "addresses": ["127.0.0.1"],
     "services": [
         {"id": 0, "type": "standard", "forwarding": ["gre"], "assignment": ["hash"],
@@ -181,9 +180,13 @@ def load(source=None):
         raise ConfigError("(top level)", "must be a JSON object")
     _check_keys(source, _TOP_KEYS, "")
     cfg = {}
-    cfg["router_id"] = source.get("router_id", "127.0.0.1")
-    parse_ip(cfg["router_id"], "router_id")
-    addrs = source.get("addresses", [cfg["router_id"]])
+    if "router_id" in source:
+        cfg["router_id"] = source["router_id"]
+        parse_ip(cfg["router_id"], "router_id")
+        addrs = source.get("addresses", [cfg["router_id"]])
+    else:
+        addrs = source.get("addresses", ["127.0.0.1"])
+        cfg["router_id"] = addrs[0] if isinstance(addrs, list) and addrs else None
     if not isinstance(addrs, list) or not addrs:
         raise ConfigError("addresses", "must be a non-empty list of IPv4 addresses to listen on (UDP 2048)")
     for j, a in enumerate(addrs):
@@ -191,6 +194,7 @@ def load(source=None):
         if addrs.index(a) != j:
             raise ConfigError("addresses[%d]" % j, "duplicate address %s" % a)
     cfg["addresses"] = list(addrs)
+    parse_ip(cfg["router_id"], "router_id")
     cfg["mac"] = source.get("mac", "02:00:00:00:00:01")
     parse_mac(cfg["mac"], "mac")
     cfg["mtu"] = _int(source, "mtu", "mtu", 1500, 576, 9216)

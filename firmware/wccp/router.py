@@ -47,6 +47,7 @@ except ImportError:  # CPython
         return x
 
 from wccp import codec
+from wccp import dataplane as _dpmod
 from wccp.storage import MemStorage, next_boot
 
 HERE_I_AM = const(10)
@@ -68,7 +69,18 @@ ASSIGN_NAMES = {0: None, 1: "hash", 2: "mask"}
 
 MAX_CACHES = const(32)
 MAX_GROUPS = const(8)
-MAX_SETS = const(32)
+# what the data plane can hold (wccp.dataplane); assignments beyond it are refused, counted
+DP_MASK_SETS = getattr(_dpmod, "MAX_MASK_SETS", 4)
+DP_MASK_VALUES = getattr(_dpmod, "MAX_MASK_VALUES", 128)
+DP_MASK_BITS = getattr(_dpmod, "MAX_MASK_BITS", 7)
+
+
+def _popcount(x):
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
 
 # The effective definition of the well-known web-cache service (reference 4.2, 7.2).
 WEB_CACHE_DEFINITION = {"service_type": 0, "service_id": 0, "priority": 240, "protocol": 6,
@@ -81,7 +93,8 @@ DROP_REASONS = ("malformed", "bad_address", "own_packet", "address_table", "unex
                 "security_mismatch", "md5_failure", "service_conflict", "cache_not_allowed",
                 "bad_cache_address", "state_full", "ra_unknown_cache", "ra_stale_receive_id",
                 "ra_stale_change_number", "ra_not_listed", "ra_method_mismatch", "ra_too_large",
-                "ra_unsupported", "ra_bad_caches", "internal_error", "no_memory")
+                "ra_unsupported", "ra_bad_caches", "ra_mask_too_wide", "ra_dataplane_refused", "internal_error",
+                "no_memory")
 
 
 def _new_counters():
@@ -237,10 +250,17 @@ class Router:
             if g.mcast is not None:
                 g.next_mc = now_ms + self._jitter()
         try:
-            self.dp.configure(self.router_id, _mac_bytes(config["mac"]), config["mtu"])
+            self.dp.configure(self.router_id, _mac_bytes(config["mac"]), min(config["mtu"], 1500))
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
         self._reprogram_slots()
+        arm = getattr(self.dp, "arm", None)   # fail-open watchdog: armed once, fed by tick()
+        if arm is not None:
+            try:
+                arm()
+                self.dp.heartbeat()
+            except Exception as e:  # noqa: BLE001
+                self._dp_error(None, e)
 
     # ---------------------------------------------------------------- helpers
     def _jitter(self):
@@ -339,15 +359,17 @@ class Router:
             self.dp.set_mask(g.slot, sets)
 
     def _apply(self, g):
-        """Program g's tables and commit them as one transaction."""
+        """Program g's tables and commit them as one transaction. False if the data plane refused."""
         if g.slot < 0:
-            return
+            return True
         try:
             self._program_tables(g)
             self.dp.commit()
             self._count(g, "dataplane_commits")
+            return True
         except Exception as e:  # noqa: BLE001
             self._dp_error(g, e)
+            return False
 
     # ---------------------------------------------------------------- entry points
     def receive(self, data, src_ip, src_port, dst_ip, now_ms):
@@ -779,13 +801,17 @@ class Router:
             new = self._ra_mask(g, a)
         if new is None:
             return []
+        old = g.assignment
         g.assignment = new
+        if not self._apply(g):
+            g.assignment = old          # the data plane refused it: keep (and re-program) the old one
+            self._apply(g)
+            return self._drop(g, "ra_dataplane_refused")
         g.key_addr = key["address"]
         g.key_cn = key["change_number"]
         g.change_ms = None
         g.view_cache = None
         self._count(g, "ra_accepted")
-        self._apply(g)
         return []
 
     def _ra_hash(self, g, a):
@@ -827,11 +853,19 @@ class Router:
 
     def _ra_mask(self, g, a):
         sets_in = a["mask_value_sets"]
-        if len(sets_in) > MAX_SETS:
+        if len(sets_in) > DP_MASK_SETS:
             self._drop(g, "ra_too_large")
             return None
         total = 0
         for s in sets_in:
+            if len(s["values"]) > DP_MASK_VALUES:
+                self._drop(g, "ra_too_large")
+                return None
+            m = s["masks"]
+            if _popcount(m["src_addr"]) + _popcount(m["dst_addr"]) + _popcount(m["src_port"]) + \
+                    _popcount(m["dst_port"]) > DP_MASK_BITS:
+                self._drop(g, "ra_mask_too_wide")
+                return None
             total += len(s["values"])
         if total > self.max_values:
             self._drop(g, "ra_too_large")

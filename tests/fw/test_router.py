@@ -915,3 +915,31 @@ def test_status_is_json_and_complete():
     assert g0["capabilities"]["forwarding"] == ["gre"]
     assert st["drops"]["malformed"] == 1 and st["dataplane"]["commits"] >= 2
     assert st["groups"][1]["md5"] is True and st["groups"][1]["definition"] is None
+
+
+def test_mask_beyond_dataplane_limits_refused():
+    r, dp = make([{"id": 0, "assignment": ["mask"]}])
+    m = join(r, "127.0.0.2", caps=[(1, 1), (2, 2), (3, 1)], mask=True)
+    mcn = m["router_view"]["member_change_number"]
+    wide = mask_sets(["127.0.0.2"], mask=0xFF, nvalues=8)          # 8 mask bits > 7
+    r.receive(ra_mask("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], wide), "127.0.0.2", 2048, R, 0)
+    assert r.drops["ra_mask_too_wide"] == 1 and r.counters["ra_accepted"] == 0
+
+
+def test_with_reference_forwarding_model():
+    from wccp.fwdmodel import ForwardingModel
+    fm = ForwardingModel()
+    r, _ = make([{"id": 0, "assignment": ["hash", "mask"]}, {"id": 91, "type": "dynamic"}], dp=fm)
+    m = _two_caches(r)
+    mcn = m["router_view"]["member_change_number"]
+    b = bytes([(i % 2) if i != 9 else 0x80 for i in range(256)])
+    r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2", "127.0.0.3"], b),
+              "127.0.0.2", 2048, R, 0)
+    assert r.counters["ra_accepted"] == 1 and r.counters["dataplane_errors"] == 0, r.last_error
+    live = fm._live.slots[0]
+    assert bytes(live.hash) == b and [c[0] for c in live.caches] == [ip("127.0.0.2"), ip("127.0.0.3")]
+    assert live.service["ports"][0] == 80
+    join(r, "127.0.0.4", service=svc(91, **DYN))
+    r.tick(3 * T)
+    assert r.counters["dataplane_errors"] == 0, r.last_error
+    assert fm.redirect_enabled(0) is not None
