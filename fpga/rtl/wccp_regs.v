@@ -83,9 +83,9 @@ module wccp_regs #(
     assign bc_rd = reg_rd && in_bc;
 
     // ---------------- counters ----------------
-    reg [31:0] pc [0:63];          // port counters: port*32 + offset (offsets 0..17)
-    reg [31:0] sc [0:31];          // slot counters: slot*4 + port*2 + {0 frames, 1 bytes}
-    integer p, i;
+    // counters are individual registers (generate blocks below), read through flat vectors
+    wire [64*32-1:0] pc_flat;      // port counters: port*32 + offset (offsets 0..17 used)
+    wire [32*32-1:0] sc_flat;      // slot counters: slot*4 + port*2 + {0 frames, 1 bytes}
 
     always @(posedge clk) begin
         reg_rvalid <= 1'b0;
@@ -93,15 +93,12 @@ module wccp_regs #(
         copy_start <= 1'b0;
         if (rst) begin
             s_router_id <= 32'd0; s_mac <= 48'd0; s_mtu <= 16'd1500; s_nh <= 96'd0;
-            s_ctrl <= 256'd0; s_svc <= 256'd0; s_flags <= 256'd0; s_ports <= 1024'd0;
             router_id <= 32'd0; appl_mac <= 48'd0; mtu <= 16'd1500; nh_mac <= 96'd0;
             grp_ctrl <= 256'd0; grp_svc <= 256'd0; grp_flags <= 256'd0; grp_ports <= 1024'd0;
             control <= 32'd0; wdt_timeout <= WDT_RESET_US; wdt_left <= 32'd0; wdt_armed <= 1'b0;
             prescale <= 7'd0; commits <= 32'd0;
             live <= 1'b0; hold <= 1'b0; commit_req <= 1'b0; commit_copy <= 1'b0;
             ln_wr <= 1'b0; active <= 1'b0;
-            for (i = 0; i < 64; i = i + 1) pc[i] <= 32'd0;
-            for (i = 0; i < 32; i = i + 1) sc[i] <= 32'd0;
         end else begin
             // ---- watchdog ----
             if (prescale == CLK_PER_US - 1) begin
@@ -161,18 +158,6 @@ module wccp_regs #(
                 if (a == `WCCP_NEXTHOP_MAC_LO) s_nh[31:0] <= reg_wdata;
                 if (a == `WCCP_NEXTHOP_MAC_HI + 2) s_nh[95:80] <= reg_wdata[15:0];
                 if (a == `WCCP_NEXTHOP_MAC_LO + 2) s_nh[79:48] <= reg_wdata;
-                if (in_group) begin
-                    case (g_off)
-                    5'd0: s_ctrl[g_slot*32 +: 32] <= reg_wdata;
-                    5'd1: s_svc[g_slot*32 +: 32] <= reg_wdata;
-                    5'd2: s_flags[g_slot*32 +: 32] <= reg_wdata;
-                    5'd3: s_ports[g_slot*128 + 96 +: 32] <= reg_wdata;
-                    5'd4: s_ports[g_slot*128 + 64 +: 32] <= reg_wdata;
-                    5'd5: s_ports[g_slot*128 + 32 +: 32] <= reg_wdata;
-                    5'd6: s_ports[g_slot*128 +: 32] <= reg_wdata;
-                    default: ;
-                    endcase
-                end
                 if (in_cache) begin
                     // a[9:7] slot, a[6:2] cache, a[1:0] register
                     case (a[1:0])
@@ -225,35 +210,77 @@ module wccp_regs #(
                         endcase
                     end
                     if ({a[23:6], 6'd0} == `WCCP_PORTCNT_BASE)
-                        reg_rdata <= pc[a[5:0]];
+                        reg_rdata <= pc_flat[a[5:0]*32 +: 32];
                     if ({a[23:7], 7'd0} == `WCCP_SLOTCNT_BASE && a[3:2] == 2'd0)
-                        reg_rdata <= sc[{a[6:4], a[1:0]}];
+                        reg_rdata <= sc_flat[{a[6:4], a[1:0]}*32 +: 32];
                 end
                 endcase
             end
 
-            // ---- counters ----
-            for (p = 0; p < 2; p = p + 1) begin
-                if (ev_rx[p]) begin
-                    pc[p*32 + 0] <= pc[p*32 + 0] + 32'd1;
-                    pc[p*32 + 1] <= pc[p*32 + 1] + {20'd0, ev_rx_len[p*12 +: 12]};
+        end
+    end
+    // shadow group configuration and slot counters: constant-index registers per slot
+    genvar gs, gp;
+    generate
+        for (gs = 0; gs < 8; gs = gs + 1) begin : g_slot_regs
+            always @(posedge clk) begin
+                if (rst) begin
+                    s_ctrl[gs*32 +: 32] <= 32'd0;
+                    s_svc[gs*32 +: 32] <= 32'd0;
+                    s_flags[gs*32 +: 32] <= 32'd0;
+                    s_ports[gs*128 +: 128] <= 128'd0;
+                end else if (reg_wr && in_group && g_slot == gs) begin
+                    case (g_off)
+                    5'd0: s_ctrl[gs*32 +: 32] <= reg_wdata;
+                    5'd1: s_svc[gs*32 +: 32] <= reg_wdata;
+                    5'd2: s_flags[gs*32 +: 32] <= reg_wdata;
+                    5'd3: s_ports[gs*128 + 96 +: 32] <= reg_wdata;
+                    5'd4: s_ports[gs*128 + 64 +: 32] <= reg_wdata;
+                    5'd5: s_ports[gs*128 + 32 +: 32] <= reg_wdata;
+                    5'd6: s_ports[gs*128 +: 32] <= reg_wdata;
+                    default: ;
+                    endcase
                 end
-                if (ev_tx[p]) begin
-                    pc[p*32 + 2] <= pc[p*32 + 2] + 32'd1;
-                    pc[p*32 + 3] <= pc[p*32 + 3] + {20'd0, ev_tx_len[p*12 +: 12]};
+            end
+            for (gp = 0; gp < 2; gp = gp + 1) begin : g_slot_cnt
+                reg [31:0] nf, nb;
+                always @(posedge clk) begin
+                    if (rst) begin
+                        nf <= 32'd0;
+                        nb <= 32'd0;
+                    end else if (ev_slot[gp] && ev_slot_idx[gp*3 +: 3] == gs) begin
+                        nf <= nf + 32'd1;
+                        nb <= nb + {20'd0, ev_bytes[gp*12 +: 12]};
+                    end
                 end
-                for (i = 0; i < 4; i = i + 1)
-                    if (ev_drop[p*4 + i]) pc[p*32 + 4 + i] <= pc[p*32 + 4 + i] + 32'd1;
-                // causes: 0 notred,1 fromc,2 unass,3 unkn,4 toobig,5 ret,6 l2,7 gre,8 learn,9 retbad
-                for (i = 0; i < 10; i = i + 1)
-                    if (ev_cause[p*11 + i]) pc[p*32 + 8 + i] <= pc[p*32 + 8 + i] + 32'd1;
-                if (ev_slot[p]) begin
-                    sc[{ev_slot_idx[p*3 +: 3], p[0], 1'b0}] <= sc[{ev_slot_idx[p*3 +: 3], p[0], 1'b0}] + 32'd1;
-                    sc[{ev_slot_idx[p*3 +: 3], p[0], 1'b1}] <= sc[{ev_slot_idx[p*3 +: 3], p[0], 1'b1}] +
-                                                             {20'd0, ev_bytes[p*12 +: 12]};
+                assign sc_flat[(gs*4 + gp*2)*32 +: 32] = nf;
+                assign sc_flat[(gs*4 + gp*2 + 1)*32 +: 32] = nb;
+            end
+        end
+    endgenerate
+
+    wire unused_ok = &{1'b0, ev_cause[10], ev_cause[21]};
+    genvar gc;
+    generate
+        for (gp = 0; gp < 2; gp = gp + 1) begin : g_port_cnt
+            for (gc = 0; gc < 32; gc = gc + 1) begin : g_cnt
+                if (gc < 18) begin : g_used
+                    wire        en = (gc == 0 || gc == 1) ? ev_rx[gp] :
+                                     (gc == 2 || gc == 3) ? ev_tx[gp] :
+                                     (gc < 8) ? ev_drop[gp*4 + (gc - 4)] : ev_cause[gp*11 + (gc - 8)];
+                    wire [11:0] inc = (gc == 1) ? ev_rx_len[gp*12 +: 12] :
+                                      (gc == 3) ? ev_tx_len[gp*12 +: 12] : 12'd1;
+                    reg  [31:0] n;
+                    always @(posedge clk) begin
+                        if (rst) n <= 32'd0;
+                        else if (en) n <= n + {20'd0, inc};
+                    end
+                    assign pc_flat[(gp*32 + gc)*32 +: 32] = n;
+                end else begin : g_unused
+                    assign pc_flat[(gp*32 + gc)*32 +: 32] = 32'd0;
                 end
             end
         end
-    end
+    endgenerate
 endmodule
 `default_nettype wire
