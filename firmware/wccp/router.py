@@ -164,6 +164,8 @@ class Group:
         if scfg.get("caches") is not None:
             self.allowed = set(codec.ip2int(a) for a in scfg["caches"])
         self.max_caches = scfg["max_caches"]
+        self.std_info = {"service_type": 0, "service_id": self.sid, "priority": 0, "protocol": 0,
+                         "service_flags": 0, "ports": [0, 0, 0, 0, 0, 0, 0, 0]}
         if self.stype == 0:
             self.definition = WEB_CACHE_DEFINITION
         else:
@@ -535,9 +537,11 @@ class Router:
             c.masks = {"src_addr": m["src_addr"], "dst_addr": m["dst_addr"], "src_port": m["src_port"],
                        "dst_port": m["dst_port"]}
         svc = msg["service"]
-        if g.definition is not None and g.stype == 1:
+        if g.stype == 0:
+            c.service = g.std_info       # a standard service carries only its ID (reference 4.2)
+        elif g.definition is not None:
             c.service = g.definition
-        elif c.service is None or c.service is g.definition or _def_tuple(c.service) != _def_tuple(svc):
+        elif c.service is None or _def_tuple(c.service) != _def_tuple(svc):
             c.service = {"service_type": svc["service_type"], "service_id": svc["service_id"],
                          "priority": svc["priority"], "protocol": svc["protocol"],
                          "service_flags": svc["service_flags"], "ports": list(svc["ports"])}
@@ -639,8 +643,6 @@ class Router:
         g.change_ms = None
         if g.stype == 1:
             g.definition = None
-            for c in g.caches.values():
-                c.service = None
             self._reprogram_slots()
         else:
             self._apply(g)
@@ -751,7 +753,7 @@ class Router:
         return self._encode(msg, g)
 
     def _isy_unicast(self, g, c, shutdown_ack=False):
-        payload = self._isy(g, [c], c.sent_to, c.service or g.definition,
+        payload = self._isy(g, [c], c.sent_to, c.service or (g.std_info if g.stype == 0 else g.definition),
                             c.addr if shutdown_ack else None)
         return (c.reply_ip, c.reply_port, self.addresses[0] if c.multicast else c.local_ip, payload)
 
@@ -934,13 +936,13 @@ class Router:
                 out.append(self._isy_multicast(g, mc))
 
     def _isy_multicast(self, g, caches):
-        svc = g.definition or caches[0].service
+        svc = g.std_info if g.stype == 0 else (g.definition or caches[0].service)
         payload = self._isy(g, caches, g.mcast, svc)
         return (g.mcast_ip, WCCP_PORT, self.addresses[0], payload)
 
     def _removal_query(self, g, c):
         msg = {"type": REMOVAL_QUERY, "version": VERSION, "security": self._security(g),
-               "service": c.service or g.definition,
+               "service": c.service or (g.std_info if g.stype == 0 else g.definition),
                "router_query": {"router_id": self.router_id, "receive_id": c.rid_sent,
                                 "sent_to": c.sent_to, "target": c.addr}}
         self._count(g, "rq_tx")

@@ -1,0 +1,173 @@
+"""The real firmware under the MicroPython unix port on loopback (127.31.0.x), driven from CPython.
+
+Also: every message the router state machine emits in tests/fw/test_router.py decodes in
+tshark without an expert warning.
+"""
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+for p in (str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_tools"), str(ROOT / "tests")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+import test_router as tr  # noqa: E402
+from tsharkcheck import assert_datagrams_clean  # noqa: E402
+from wccp import codec  # noqa: E402
+from wccp import router as router_mod  # noqa: E402
+from wccptool.launch import FirmwareError, start_firmware  # noqa: E402
+
+RTR = "127.31.0.1"
+CACHE = "127.31.0.2"
+CACHE2 = "127.31.0.3"
+
+
+def _udp(addr):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, 2048))
+    s.settimeout(3)
+    return s
+
+
+def _exchange(s, payload, router=RTR):
+    s.sendto(payload, (router, 2048))
+    data, peer = s.recvfrom(65535)
+    return data, peer
+
+
+def test_router_outputs_decode_in_tshark(monkeypatch):
+    """Run every state-machine test, capture everything the router sends, dissect it with tshark."""
+    captured = []
+    orig_receive = router_mod.Router.receive
+    orig_tick = router_mod.Router.tick
+
+    def receive(self, *a, **k):
+        out = orig_receive(self, *a, **k)
+        captured.extend(out)
+        return out
+
+    def tick(self, *a, **k):
+        out = orig_tick(self, *a, **k)
+        captured.extend(out)
+        return out
+
+    monkeypatch.setattr(router_mod.Router, "receive", receive)
+    monkeypatch.setattr(router_mod.Router, "tick", tick)
+    names = sorted(n for n in dir(tr) if n.startswith("test_"))
+    for n in names:
+        getattr(tr, n)()
+    # every distinct message shape, at most a few thousand frames
+    seen = set()
+    uniq = []
+    for d in captured:
+        if d[3] not in seen:
+            seen.add(d[3])
+            uniq.append(d)
+    types = set(codec.decode(d[3])["type"] for d in uniq)
+    assert types == {11, 13}
+    assert len(uniq) > 100
+    assert_datagrams_clean(uniq[:3000])
+
+
+def test_firmware_answers_hia_status_and_sigterm(tmp_path):
+    cfg = {"router_id": RTR, "addresses": [RTR],
+           "services": [{"id": 0, "forwarding": ["gre"], "assignment": ["hash"]}]}
+    fw = start_firmware(cfg, wccp_addr=None, http_port=18131, http_addr=RTR, state_dir=str(tmp_path / "st"))
+    got = []
+    try:
+        st = fw.status()
+        assert st["router_id"] == RTR and st["app"]["wccp_sockets"] == [RTR]
+        assert st["groups"][0]["service_id"] == 0 and st["groups"][0]["slot"] == 0
+        with _udp(CACHE) as s:
+            data, peer = _exchange(s, tr.hia(CACHE, 0, router=RTR))
+            got.append((CACHE, 2048, peer[0], data))
+            assert peer == (RTR, 2048)                 # from the address we sent to, UDP 2048
+            m = codec.decode(data)
+            assert m["type"] == 11 and m["version"] == 0x0200
+            assert m["router_identity"]["received_from"] == [codec.ip2int(CACHE)]
+            rid = m["router_identity"]["receive_id"]
+            data, peer = _exchange(s, tr.hia(CACHE, rid, router=RTR))
+            got.append((CACHE, 2048, peer[0], data))
+            m = codec.decode(data)
+            assert [e["address"] for e in m["router_view"]["web_caches"]] == [codec.ip2int(CACHE)]
+            mcn = m["router_view"]["member_change_number"]
+            ra = tr.ra_hash(CACHE, [(RTR, m["router_identity"]["receive_id"], mcn)], [CACHE], key_cn=3)
+            s.sendto(ra, (RTR, 2048))
+            deadline = time.time() + 5
+            while time.time() < deadline:
+                st = fw.status()
+                if st["groups"][0]["assignment"]:
+                    break
+                time.sleep(0.05)
+            g = st["groups"][0]
+            assert g["assignment"]["type"] == "hash" and g["assignment"]["buckets"] == [0] * 256
+            assert g["assignment_key"] == {"address": CACHE, "change_number": 3}
+            c = g["caches"][0]
+            assert c["address"] == CACHE and c["state"] == "usable" and c["assigned"] == 256
+            assert st["app"]["udp_rx"] == 3 and st["app"]["udp_tx"] == 2
+            # garbage is counted, never fatal
+            for k in range(20):
+                s.sendto(os.urandom(k * 7), (RTR, 2048))
+            data, peer = _exchange(s, tr.hia(CACHE, m["router_identity"]["receive_id"], router=RTR))
+            got.append((CACHE, 2048, peer[0], data))
+            m = codec.decode(data)
+            assert m["router_view"]["assignment_key"]["change_number"] == 3
+            st = fw.status()
+            assert st["drops"]["malformed"] == 20
+            assert st["dataplane"]["slot_frames"] == [0] * 8       # the reference model's counters
+        # HTTP: unknown path, bad request
+        with pytest.raises(urllib.error.HTTPError) as e:
+            fw.get("/nope")
+        assert e.value.code == 404
+        with socket.create_connection((RTR, 18131), timeout=3) as hs:
+            hs.sendall(b"garbage\r\n\r\n")
+            assert hs.recv(100).startswith(b"HTTP/1.0 400")
+        assert fw.alive()
+    finally:
+        t0 = time.time()
+        rc = fw.stop()
+    assert rc == -15 and time.time() - t0 < 3
+    # the sockets are gone with the process
+    with _udp(RTR):
+        pass
+    assert "WCCP on %s:2048" % RTR in fw.log()
+    assert_datagrams_clean(got)
+
+
+def test_reboot_changes_member_change_number(tmp_path):
+    state = str(tmp_path / "state")
+    mcns = []
+    boots = []
+    for _ in range(2):
+        fw = start_firmware(None, wccp_addr=RTR, http_port=18132, state_dir=state)
+        try:
+            with _udp(CACHE2) as s:
+                data, _ = _exchange(s, tr.hia(CACHE2, 0, router=RTR))
+                m = codec.decode(data)
+                data, _ = _exchange(s, tr.hia(CACHE2, m["router_identity"]["receive_id"], router=RTR))
+                mcns.append(codec.decode(data)["router_view"]["member_change_number"])
+            boots.append(fw.status()["boot"])
+        finally:
+            fw.stop()
+    assert boots == [1, 2]
+    assert mcns[0] != mcns[1] and 0 not in mcns
+    assert json.loads((tmp_path / "state" / "wccp_state.json").read_text())["boot"] == 2
+
+
+def test_bad_config_is_a_clear_error(tmp_path):
+    cfg = {"services": [{"id": 0, "password": "much-too-long"}]}
+    with pytest.raises(FirmwareError) as e:
+        start_firmware(cfg, wccp_addr=RTR, http_port=18133, state_dir=str(tmp_path), timeout=10)
+    assert "services[0].password" in str(e.value) and "8" in str(e.value)
+    res = subprocess.run([sys.executable, "-c", "pass"])
+    assert res.returncode == 0
