@@ -171,3 +171,42 @@ def test_bad_config_is_a_clear_error(tmp_path):
     assert "services[0].password" in str(e.value) and "8" in str(e.value)
     res = subprocess.run([sys.executable, "-c", "pass"])
     assert res.returncode == 0
+
+
+def _wccp_cmd():
+    exe = pathlib.Path(sys.executable).parent / "wccp"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "wccptool.cli"]
+
+
+def test_wccp_run_keeps_running_until_signal(tmp_path):
+    import signal
+    addr = "127.31.0.5"
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        p = subprocess.Popen(_wccp_cmd() + ["run", "--wccp-addr", addr, "--http-port", "18134",
+                                            "--state-dir", str(tmp_path)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+        try:
+            st = None
+            deadline = time.time() + 20
+            while time.time() < deadline and st is None:
+                try:
+                    with urllib.request.urlopen("http://%s:18134/status" % addr, timeout=1) as r:
+                        st = json.loads(r.read())
+                except OSError:
+                    time.sleep(0.1)
+            assert st is not None and st["router_id"] == addr
+            time.sleep(1.5)
+            assert p.poll() is None                    # keeps running
+            with _udp("127.31.0.6") as s:              # and answers caches
+                data, peer = _exchange(s, tr.hia("127.31.0.6", 0, router=addr), router=addr)
+                assert codec.decode(data)["type"] == 11 and peer == (addr, 2048)
+            p.send_signal(sig)
+            out, _ = p.communicate(timeout=10)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        assert p.returncode == 0, out
+        assert "wccp show --host %s --port 18134" % addr in out and "stopping" in out
+        with _udp(addr):                               # the firmware is gone: 2048 is free again
+            pass
