@@ -2,7 +2,8 @@
 
 Unix port (docs/config.md):
     micropython firmware/main.py [--config FILE] [--wccp-addr A[,B..]] [--router-id R]
-        [--http-addr H] [--http-port P] [--state-dir DIR] [--dataplane model|none]
+        [--http-addr H] [--http-port P] [--state-dir DIR] [--dataplane model|none|fpga]
+        [--fpga-socket HOST:PORT|PATH]   (fpga: the FPGA behind the twin's SPI socket, docs/twin.md)
 
 --wccp-addr replaces the config's "addresses" (and sets router_id to the first one when the
 config does not name one); the boot counter lives in DIR/wccp_state.json (default: the
@@ -26,7 +27,7 @@ from wccp import config as wconfig  # noqa: E402
 from wccp.storage import FileStorage  # noqa: E402
 
 USAGE = ("usage: main.py [--config FILE] [--wccp-addr A[,B..]] [--router-id R] [--http-addr H] "
-         "[--http-port P] [--state-dir DIR] [--dataplane model|none]")
+         "[--http-port P] [--state-dir DIR] [--dataplane model|none|fpga] [--fpga-socket HOST:PORT|PATH]")
 
 
 class NullDataPlane:
@@ -53,7 +54,8 @@ class NullDataPlane:
 def parse_args(argv):
     opts = {}
     i = 0
-    names = ("--config", "--wccp-addr", "--router-id", "--http-addr", "--http-port", "--state-dir", "--dataplane")
+    names = ("--config", "--wccp-addr", "--router-id", "--http-addr", "--http-port", "--state-dir", "--dataplane",
+             "--fpga-socket")
     while i < len(argv):
         a = argv[i]
         if a in ("-h", "--help"):
@@ -67,11 +69,18 @@ def parse_args(argv):
     return opts
 
 
-def make_dataplane(name):
+def make_dataplane(name, opts=None):
     if name == "none":
         return NullDataPlane()
     if name == "fpga":
         from wccp.fpga import FpgaDataPlane
+        sock = (opts or {}).get("fpga-socket")
+        if sock:        # unix port: the digital twin's SPI socket (wccptool.twin)
+            from wccp.transport import SocketTransport
+            if ":" in sock and not sock.startswith("/"):
+                host, port = sock.rsplit(":", 1)
+                return FpgaDataPlane(SocketTransport(host, int(port)))
+            return FpgaDataPlane(SocketTransport(path=sock))
         return FpgaDataPlane()
     from wccp.fwdmodel import ForwardingModel
     return ForwardingModel()
@@ -123,7 +132,7 @@ def main(argv):
         raise SystemExit(2)
     storage = FileStorage(opts.get("state-dir", "." if unix else ""))
     dpname = opts.get("dataplane", "model")
-    dp = make_dataplane(dpname)
+    dp = make_dataplane(dpname, opts)
     from wccp.app import App, asyncio
     app = App(cfg, dp, storage, dataplane_name=dpname)
     try:
