@@ -362,3 +362,27 @@ def wait_for(pred, timeout, step=0.05, what="condition"):
             raise AssertionError("timed out after %.1f s waiting for %s" % (timeout, what))
         time.sleep(step)
 
+
+
+_firmwares = []
+
+
+def start_router(config, workdir):
+    """The router firmware under the MicroPython unix port (wccptool.launch), serving /status on
+    config["http"]; ``workdir`` is its state directory (pass it again to reboot with the same
+    persisted boot counter). Stopped by the caller (``stop()``) or at exit."""
+    from wccptool.launch import start_firmware
+    cfg = dict(config)
+    http = cfg.pop("http")
+    fw = start_firmware(cfg, wccp_addr=None, http_addr=http["address"], http_port=http["port"],
+                        state_dir=str(workdir), timeout=30)
+    _firmwares.append(fw)
+    return fw
+
+
+def _stop_firmwares():
+    while _firmwares:
+        _firmwares.pop().stop()
+
+
+atexit.register(_stop_firmwares)
