@@ -113,6 +113,8 @@ def _args(cfg):
         a += ["--pcap-in-delay", str(cfg["pcap_in_delay"])]
     if cfg.get("clk_per_us"):
         a += ["--clk-per-us", str(cfg["clk_per_us"])]
+    if cfg.get("spi_log"):
+        a += ["--spi-log", cfg["spi_log"]]
     if cfg.get("verbose"):
         a.append("-v")
     return a
@@ -126,7 +128,7 @@ def build(sim="verilator", log=print):
 
 def start(fpga="rtl", sim="verilator", spi="127.0.0.1:7470", frames=None, pcap_in=None, pcap_out=None,
           taps=None, netns=None, pcap_in_delay=0.0, clk_per_us=None, log_file=None, verbose=False,
-          ready_timeout=READY_TIMEOUT):
+          spi_log=None, ready_timeout=READY_TIMEOUT):
     """Start the twin service and wait until its sockets listen. Returns a Twin.
 
     pcap_in/pcap_out/taps: {port: path-or-ifname}. netns: a wccptool.twin.netns.Topology
@@ -148,7 +150,7 @@ def start(fpga="rtl", sim="verilator", spi="127.0.0.1:7470", frames=None, pcap_i
            "pcap_out": {str(k): str(v) for k, v in (pcap_out or {}).items()},
            "taps": {str(k): str(v) for k, v in (taps or {}).items()},
            "pcap_in_delay": pcap_in_delay, "clk_per_us": clk_per_us or DEFAULT_CLK_PER_US,
-           "verbose": verbose}
+           "verbose": verbose, "spi_log": str(spi_log) if spi_log else None}
     cmd = [sys.executable, "-m", "wccptool.twin"] + _args(cfg) + ["--ready-file", ready_file,
                                                                    "--parent-pid", str(os.getpid())]
     env = dict(os.environ)

@@ -32,6 +32,7 @@ def parser():
     ap.add_argument("--tap", action="append", metavar="PORT=IFNAME")
     ap.add_argument("--clk-per-us", type=int, default=None,
                     help="RTL: clock cycles per watchdog microsecond (default: the twin's choice, docs/twin.md)")
+    ap.add_argument("--spi-log", metavar="FILE", help="append every SPI transaction to FILE")
     ap.add_argument("--ready-file")
     ap.add_argument("--parent-pid", type=int)
     ap.add_argument("--build-only", action="store_true")
@@ -45,7 +46,7 @@ def config_from_args(a):
             "pcap_in": _port_map(a.pcap_in, "--pcap-in"), "pcap_in_delay": a.pcap_in_delay,
             "pcap_out": _port_map(a.pcap_out, "--pcap-out"), "taps": _port_map(a.tap, "--tap"),
             "clk_per_us": a.clk_per_us or DEFAULT_CLK_PER_US, "ready_file": a.ready_file,
-            "parent_pid": a.parent_pid, "verbose": a.verbose}
+            "parent_pid": a.parent_pid, "spi_log": a.spi_log, "verbose": a.verbose}
 
 
 def _die_with_parent():

@@ -20,6 +20,10 @@ Sockets (TCP on 127.x or a UNIX path):
   injected before it has been processed and every resulting output sent. 0xFD = statistics
   request, answered by 0xFD + JSON.
 
+``spi_log``: every SPI transaction received is appended to this file (4-byte length, MOSI
+bytes), in the order the FPGA executes them: ``read_spi_log`` + ``replay`` rebuild the
+register state in a model (tests predict the twin's output from the firmware's writes).
+
 pcap: ``pcap_in`` frames are injected at start (``pcap_in_delay`` later); pcap files hold
 frames without FCS (as Linux captures them): the FCS is added on input (after padding to
 60 bytes) and checked/stripped on output. TAP devices likewise carry frames without FCS.
@@ -118,7 +122,7 @@ class _PcapOut:
 
 class Hub:
     def __init__(self, spi=None, frames=None, num_ports=2, pcap_in=None, pcap_out=None, taps=None,
-                 pcap_in_delay=0.0, log=None):
+                 pcap_in_delay=0.0, log=None, spi_log=None):
         self.num_ports = num_ports
         self.log = log or (lambda msg: None)
         self.clients = {}
@@ -141,6 +145,7 @@ class Hub:
             for rec in read_pcap(path):
                 self._pcap_in.append((int(p), pad_fcs(rec.data)))
         self._pcap_at = time.monotonic() + float(pcap_in_delay or 0)
+        self.spi_log = open(spi_log, "ab") if spi_log else None
         self.stopped = False
 
     def _listen_all(self, spi, frames):
@@ -222,6 +227,9 @@ class Hub:
             msg = bytes(c.buf[4:4 + n])
             del c.buf[:4 + n]
             if c.kind == "spi":
+                if self.spi_log is not None:
+                    self.spi_log.write(struct.pack(">I", n) + msg)
+                    self.spi_log.flush()
                 self.spi_queue.append((c, msg))
                 self.stats["spi_transactions"] += 1
                 self.stats["spi_bytes"] += n
@@ -305,6 +313,8 @@ class Hub:
         self.listeners = {}
         for po in self.pcap_out.values():
             po.close()
+        if self.spi_log is not None:
+            self.spi_log.close()
         for _n, fd in self.taps.values():
             try:
                 os.close(fd)
@@ -321,3 +331,29 @@ def write_ready(path, info):
     with open(tmp, "w") as f:
         json.dump(info, f)
     os.replace(tmp, path)
+
+
+def read_spi_log(path):
+    """The MOSI bytes of every transaction in an spi_log file, in order."""
+    out = []
+    with open(path, "rb") as f:
+        data = f.read()
+    i = 0
+    while i + 4 <= len(data):
+        n = struct.unpack_from(">I", data, i)[0]
+        if i + 4 + n > len(data):
+            break
+        out.append(data[i + 4:i + 4 + n])
+        i += 4 + n
+    return out
+
+
+def replay(transactions, regfile=None):
+    """Apply the WRITE transactions to a ModelRegisterFile (new one by default); returns it."""
+    from wccp import regmap as R
+    from wccp.fwdmodel import ModelRegisterFile
+    rf = regfile or ModelRegisterFile()
+    for t in transactions:
+        if t and t[0] == R.SPI_CMD_WRITE:
+            rf.transaction(t)
+    return rf

@@ -11,7 +11,8 @@ from wccptool.twin.hub import Hub, write_ready
 def serve(cfg):
     rf = ModelRegisterFile(ForwardingModel())
     hub = Hub(spi=cfg.get("spi"), frames=cfg.get("frames"), num_ports=2, pcap_in=cfg.get("pcap_in"),
-              pcap_out=cfg.get("pcap_out"), taps=cfg.get("taps"), pcap_in_delay=cfg.get("pcap_in_delay", 0))
+              pcap_out=cfg.get("pcap_out"), taps=cfg.get("taps"), pcap_in_delay=cfg.get("pcap_in_delay", 0),
+              spi_log=cfg.get("spi_log"))
     write_ready(cfg.get("ready_file"), {"pid": os.getpid(), "fpga": "model", "spi": cfg.get("spi"),
                                          "frames": cfg.get("frames")})
     parent = cfg.get("parent_pid")

@@ -151,6 +151,7 @@ async def twin(dut):
 
     hub = Hub(spi=cfg.get("spi"), frames=cfg.get("frames"), num_ports=2, pcap_in=cfg.get("pcap_in"),
               pcap_out=cfg.get("pcap_out"), taps=cfg.get("taps"), pcap_in_delay=cfg.get("pcap_in_delay", 0),
+              spi_log=cfg.get("spi_log"),
               log=dut._log.warning)
     write_ready(cfg.get("ready_file"), {"pid": os.getpid(), "fpga": "rtl", "sim": cfg.get("sim"),
                                          "spi": cfg.get("spi"), "frames": cfg.get("frames")})
