@@ -46,9 +46,13 @@ except ImportError:  # CPython
     def const(x):
         return x
 
+import struct
+
 from wccp import codec
 from wccp import dataplane as _dpmod
 from wccp.storage import MemStorage, next_boot
+
+_pack_into = struct.pack_into
 
 HERE_I_AM = const(10)
 I_SEE_YOU = const(11)
@@ -105,35 +109,35 @@ def _new_counters():
             "flushes": 0, "dataplane_commits": 0, "dataplane_errors": 0}
 
 
-class Cache:
-    """One cache (web-cache) known to a service group: pending until a valid HIA, then usable."""
+# A cache (web-cache) known to a group is a list (compact on MicroPython: ~30 words), indexed by:
+C_ADDR = const(0)        # its address (int; the dict key object, shared)
+C_USABLE = const(1)      # usable member (after a valid HIA with acceptable capabilities)
+C_RID = const(2)         # last Receive ID sent to it (0 = none yet)
+C_RID_PREV = const(3)    # the one before (in-flight RA tolerance)
+C_LAST_HIA = const(4)    # time of the last HERE_I_AM of any kind
+C_LAST_VALID = const(5)  # time of the last valid HERE_I_AM (liveness)
+C_JOINED = const(6)      # became usable at
+C_REPLY = const(7)       # source address of its HIAs when not its own address (int), else 0
+C_PORT = const(8)        # source UDP port of its HIAs
+C_SENT_TO = const(9)     # the address it sends HIAs to (int)
+C_MCAST = const(10)      # it sends HIAs to the group's multicast address
+C_FWD = const(11)
+C_RET = const(12)
+C_ASSIGN = const(13)
+C_WEIGHT = const(14)
+C_STATUS = const(15)
+C_FLAGS = const(16)      # identity flags as it sent them (U-bit encoding is echoed)
+C_MASKS = const(17)      # first mask element of its mask identity (unassigned view shape) or None
+C_ROUTERS = const(18)    # router IDs it reports (shared tuple)
+C_SERVICE = const(19)    # the Service Info echoed to it
+C_QUERY = const(20)      # REMOVAL_QUERY sent since its last valid HIA
+C_REASON = const(21)     # why it is not usable ("" when usable)
+C_HIAS = const(22)       # HIAs received
 
-    def __init__(self, addr, now):
-        self.addr = addr
-        self.usable = False
-        self.rid_sent = 0          # last Receive ID sent to this cache (0 = none yet)
-        self.rid_prev = 0          # the one before (in-flight RA tolerance)
-        self.last_hia = now        # last HERE_I_AM of any kind
-        self.last_valid = now      # last valid HERE_I_AM (liveness)
-        self.joined = now          # became usable at
-        self.reply_ip = None       # where to answer (source of its HIAs)
-        self.reply_port = WCCP_PORT
-        self.sent_to = 0           # the router address it sends HIAs to (int)
-        self.local_ip = None       # that address as a string (our reply source)
-        self.multicast = False     # it sends its HIAs to the group multicast address
-        self.fwd = 1
-        self.ret = 1
-        self.assign = 1
-        self.weight = 0
-        self.status = 0
-        self.flags = 0
-        self.data_type = "hash"
-        self.masks = None          # first mask element of its mask identity (unassigned shape)
-        self.routers = ()          # router IDs it reports in its Web-Cache View
-        self.service = None        # its Service Info (echoed back)
-        self.query_sent = False
-        self.reason = "first contact"
-        self.hia_count = 0
+
+def _new_cache(addr, now):
+    return [addr, False, 0, 0, now, now, now, 0, WCCP_PORT, 0, False, 1, 1, 1, 0, 0, 0, None, (), None,
+            False, "first contact", 0]
 
 
 class Group:
@@ -182,7 +186,7 @@ class Group:
         self.assignment = None
         self.change_ms = None      # membership change awaiting a valid assignment
         self.next_mc = None
-        self.view_cache = None     # prebuilt Router View cache elements (None = dirty)
+        self.template = None       # encoded unicast I_SEE_YOU to patch (None = rebuild)
         self.counters = _new_counters()
         self.drops = {}
 
@@ -191,6 +195,19 @@ class Group:
 
     def name(self):
         return "%s %d" % ("standard" if self.stype == 0 else "dynamic", self.sid)
+
+
+def _find_component(b, ctype):
+    """Offset of the body of component ctype in an encoded message, or -1."""
+    end = 8 + ((b[6] << 8) | b[7])
+    o = 8
+    while o + 4 <= end:
+        t = (b[o] << 8) | b[o + 1]
+        ln = (b[o + 2] << 8) | b[o + 3]
+        if t == ctype:
+            return o + 4
+        o += 4 + ln
+    return -1
 
 
 def _mac_bytes(text):
@@ -223,6 +240,13 @@ class Router:
         self.addr_set = set(self.addresses)
         self.my_ids = set(codec.ip2int(a) for a in self.addresses)
         self.my_ids.add(self.router_id)
+        self.addr_ints = {}      # int -> the one int object for each of our addresses (shared)
+        self.addr_strs = {}      # int -> our address string
+        for a in self.addresses:
+            n = codec.ip2int(a)
+            self.addr_ints[n] = n
+            self.addr_strs[n] = a
+        self.rtuples = {}
         self.T = config["timers"]["here_i_am_ms"]
         lim = config["limits"]
         self.max_pending = lim["max_pending"]
@@ -299,6 +323,30 @@ class Router:
             return {"option": 1, "digest": None}
         return {"option": 0}
 
+    def _reply_ip(self, c):
+        return codec.int2ip(c[C_REPLY] or c[C_ADDR])
+
+    def _local_ip(self, c):
+        """Our address the cache talks to (unicast source of our replies)."""
+        if c[C_MCAST]:
+            return self.addresses[0]
+        s = self.addr_strs.get(c[C_SENT_TO])
+        return s if s is not None else codec.int2ip(c[C_SENT_TO])
+
+    def _rtuple(self, routers):
+        """Shared tuple of router IDs (most caches report the same list)."""
+        t = tuple(routers)
+        r = self.rtuples.get(t)
+        if r is None:
+            if len(self.rtuples) > 64:
+                self.rtuples = {}
+            self.rtuples[t] = t
+            r = t
+        return r
+
+    def _dirty(self, g):
+        g.template = None
+
     # ---------------------------------------------------------------- data plane
     def _reprogram_slots(self):
         """Give every defined group a slot (priority order) and reprogram everything."""
@@ -327,8 +375,8 @@ class Router:
 
     def _dp_cache(self, g, addr):
         c = g.caches.get(addr)
-        if c is not None and c.usable:
-            fwd, ret = c.fwd, c.ret
+        if c is not None and c[C_USABLE]:
+            fwd, ret = c[C_FWD], c[C_RET]
         else:
             fwd, ret = 1, 1
         return {"address": addr, "forward": fwd, "ret": ret, "mac": g.l2.get(addr)}
@@ -444,7 +492,7 @@ class Router:
             return self._drop(g, "service_conflict")
         if t == HERE_I_AM:
             self._count(g, "hia_rx")
-            return self._hia(g, msg, src_ip, src_port, dst_ip, dst, now)
+            return self._hia(g, msg, src, src_port, dst, now)
         self._count(g, "ra_rx")
         return self._ra(g, msg, src)
 
@@ -453,15 +501,15 @@ class Router:
         pend = 0
         oldest = None
         for c in g.caches.values():
-            if not c.usable:
+            if not c[C_USABLE]:
                 pend += 1
-                if oldest is None or c.last_hia < oldest.last_hia:
+                if oldest is None or c[C_LAST_HIA] < oldest[C_LAST_HIA]:
                     oldest = c
         if pend < self.max_pending and self.total < self.max_total:
             return True
         if oldest is None:
             return False
-        del g.caches[oldest.addr]
+        del g.caches[oldest[C_ADDR]]
         self.total -= 1
         self._count(g, "pending_evicted")
         return True
@@ -494,7 +542,7 @@ class Router:
             return fwd, asg, ret, "group uses %s assignment" % ASSIGN_NAMES[g.locked_assign]
         return fwd, asg, ret, None
 
-    def _hia(self, g, msg, src_ip, src_port, dst_ip, dst, now):
+    def _hia(self, g, msg, src, src_port, dst, now):
         ident = msg["web_cache_identity"]
         addr = ident["address"]
         if addr == 0 or addr == 0xFFFFFFFF or (addr >> 28) == 0xE or addr in self.my_ids:
@@ -505,16 +553,16 @@ class Router:
         if c is None:
             if not self._make_room(g):
                 return self._drop(g, "state_full")
-            c = Cache(addr, now)
+            c = _new_cache(addr, now)
             g.caches[addr] = c
             self.total += 1
-        c.reply_ip = src_ip
-        c.reply_port = src_port
-        c.sent_to = dst
-        c.local_ip = dst_ip
-        c.multicast = g.mcast is not None and dst == g.mcast
-        c.last_hia = now
-        c.hia_count += 1
+        addr = c[C_ADDR]                     # the shared int object
+        c[C_REPLY] = 0 if src == addr else src
+        c[C_PORT] = src_port
+        c[C_SENT_TO] = self.addr_ints.get(dst, dst)
+        c[C_MCAST] = g.mcast is not None and dst == g.mcast
+        c[C_LAST_HIA] = now
+        c[C_HIAS] += 1
         # the cache's view of us
         seen = None
         routers = []
@@ -526,78 +574,85 @@ class Router:
                 rid = self.router_id
             if rid not in routers and len(routers) < self.max_routers:
                 routers.append(rid)
-        valid = seen is not None and c.rid_sent != 0 and seen == c.rid_sent
-        # identity data (weight/status opaque, re-advertised unchanged)
-        c.weight = ident.get("weight", 0)
-        c.status = ident.get("status", 0)
-        c.flags = ident["flags"]
-        c.data_type = ident["data_type"]
-        if ident["data_type"] == "mask" and ident.get("mask_value_sets"):
-            m = ident["mask_value_sets"][0]["masks"]
-            c.masks = {"src_addr": m["src_addr"], "dst_addr": m["dst_addr"], "src_port": m["src_port"],
-                       "dst_port": m["dst_port"]}
+        valid = seen is not None and c[C_RID] != 0 and seen == c[C_RID]
+        if valid or not c[C_USABLE]:
+            # identity data (weight/status opaque, re-advertised unchanged)
+            w = ident.get("weight", 0)
+            st = ident.get("status", 0)
+            fl = ident["flags"]
+            masks = None
+            if ident["data_type"] == "mask" and ident.get("mask_value_sets"):
+                m = ident["mask_value_sets"][0]["masks"]
+                masks = (m["src_addr"], m["dst_addr"], m["src_port"], m["dst_port"])
+            rt = self._rtuple(routers)
+            if w != c[C_WEIGHT] or st != c[C_STATUS] or fl != c[C_FLAGS] or masks != c[C_MASKS] or \
+                    rt is not c[C_ROUTERS]:
+                c[C_WEIGHT] = w
+                c[C_STATUS] = st
+                c[C_FLAGS] = fl
+                c[C_MASKS] = masks
+                c[C_ROUTERS] = rt
+                if c[C_USABLE]:
+                    self._dirty(g)
         svc = msg["service"]
         if g.stype == 0:
-            c.service = g.std_info       # a standard service carries only its ID (reference 4.2)
+            c[C_SERVICE] = g.std_info       # a standard service carries only its ID (reference 4.2)
         elif g.definition is not None:
-            c.service = g.definition
-        elif c.service is None or _def_tuple(c.service) != _def_tuple(svc):
-            c.service = {"service_type": svc["service_type"], "service_id": svc["service_id"],
-                         "priority": svc["priority"], "protocol": svc["protocol"],
-                         "service_flags": svc["service_flags"], "ports": list(svc["ports"])}
+            c[C_SERVICE] = g.definition
+        elif c[C_SERVICE] is None or _def_tuple(c[C_SERVICE]) != _def_tuple(svc):
+            c[C_SERVICE] = {"service_type": svc["service_type"], "service_id": svc["service_id"],
+                            "priority": svc["priority"], "protocol": svc["protocol"],
+                            "service_flags": svc["service_flags"], "ports": list(svc["ports"])}
         shutdown = False
         for e in msg.get("command_extension", ()):
             if e["type"] == 1:
                 shutdown = True
         if shutdown:
-            if seen is not None and seen != 0 and (seen == c.rid_sent or seen == c.rid_prev):
-                if c.usable:
+            if seen is not None and seen != 0 and (seen == c[C_RID] or seen == c[C_RID_PREV]):
+                if c[C_USABLE]:
                     self._count(g, "removals_shutdown")
                 self._remove(g, c, now)
                 return [self._isy_unicast(g, c, shutdown_ack=True)]
             self._count(g, "hia_invalid_receive_id")
-            c.reason = "SHUTDOWN with stale receive ID"
+            c[C_REASON] = "SHUTDOWN with stale receive ID"
         elif valid:
             self._count(g, "hia_valid")
-            c.routers = tuple(routers)
             fwd, asg, ret, why = self._caps(g, msg, addr)
             if why is not None:
                 self._count(g, "capability_mismatch")
-                c.reason = "capability mismatch: " + why
-                if c.usable:
+                c[C_REASON] = "capability mismatch: " + why
+                if c[C_USABLE]:
                     self._count(g, "removals_capability")
                     self._unuse(g, c, now)
             else:
-                c.fwd, c.assign, c.ret = fwd, asg, ret
-                c.last_valid = now
-                c.query_sent = False
-                if not c.usable:
+                c[C_FWD], c[C_ASSIGN], c[C_RET] = fwd, asg, ret
+                c[C_LAST_VALID] = now
+                c[C_QUERY] = False
+                if not c[C_USABLE]:
                     if len(g.order) >= g.max_caches:
                         self._count(g, "group_full")
-                        c.reason = "group full (%d caches)" % g.max_caches
+                        c[C_REASON] = "group full (%d caches)" % g.max_caches
                     else:
                         self._join(g, c, svc, now)
-                else:
-                    g.view_cache = None
         else:
             self._count(g, "hia_invalid_receive_id")
-            if not c.usable:
-                c.reason = "first contact" if c.rid_sent == 0 else "stale receive ID"
-        if c.multicast:
+            if not c[C_USABLE]:
+                c[C_REASON] = "first contact" if c[C_RID] == 0 else "stale receive ID"
+        if c[C_MCAST]:
             return []   # answered by the scheduled multicast I_SEE_YOU
         return [self._isy_unicast(g, c)]
 
     def _join(self, g, c, svc, now):
         redefined = False
         if g.definition is None:
-            g.definition = c.service
+            g.definition = c[C_SERVICE]
             redefined = True
-        c.usable = True
-        c.reason = ""
-        c.joined = now
-        g.order.append(c.addr)
+        c[C_USABLE] = True
+        c[C_REASON] = ""
+        c[C_JOINED] = now
+        g.order.append(c[C_ADDR])
         if not g.locked_assign:
-            g.locked_assign = c.assign
+            g.locked_assign = c[C_ASSIGN]
         self._count(g, "joins")
         self._membership_changed(g, now)
         if redefined:
@@ -608,27 +663,27 @@ class Router:
     def _membership_changed(self, g, now):
         g.mcn = (g.mcn + 1) & 0xFFFFFFFF or 1
         g.change_ms = now
-        g.view_cache = None
+        self._dirty(g)
 
     def _unuse(self, g, c, now):
         """A usable cache stops being usable (kept as a pending entry)."""
-        c.usable = False
-        if c.addr in g.order:
-            g.order.remove(c.addr)
-        self._purge(g, c.addr)
+        c[C_USABLE] = False
+        if c[C_ADDR] in g.order:
+            g.order.remove(c[C_ADDR])
+        self._purge(g, c[C_ADDR])
         self._membership_changed(g, now)
         self._after_leave(g)
 
     def _remove(self, g, c, now):
-        was = c.usable
-        if g.caches.get(c.addr) is c:
-            del g.caches[c.addr]
+        was = c[C_USABLE]
+        if g.caches.get(c[C_ADDR]) is c:
+            del g.caches[c[C_ADDR]]
             self.total -= 1
         if was:
-            c.usable = False
-            if c.addr in g.order:
-                g.order.remove(c.addr)
-            self._purge(g, c.addr)
+            c[C_USABLE] = False
+            if c[C_ADDR] in g.order:
+                g.order.remove(c[C_ADDR])
+            self._purge(g, c[C_ADDR])
             self._membership_changed(g, now)
             self._after_leave(g)
 
@@ -664,7 +719,7 @@ class Router:
             for s in a["sets"]:
                 s["values"] = [v for v in s["values"] if v["cache_address"] != addr]
         a["gone"].append(addr)
-        g.view_cache = None
+        self._dirty(g)
 
     # ---------------------------------------------------------------- I_SEE_YOU
     def _next_rid(self, g):
@@ -674,8 +729,8 @@ class Router:
         return g.rid
 
     def _view_elements(self, g):
-        if g.view_cache is not None:
-            return g.view_cache
+        """Router View cache elements, built when needed (not kept: they would cost ~170 bytes
+        per cache; the encoded unicast I_SEE_YOU template is kept instead)."""
         a = g.assignment
         els = []
         mask = (g.locked_assign or (2 if g.assign_mask == 2 else 1)) == 2
@@ -685,7 +740,10 @@ class Router:
             c = g.caches[addr]
             assigned = a is not None and addr in a["caches"] and addr not in a["gone"]
             if mask:
-                els.append(codec.cisco_mask_view_element(addr, not assigned, c.masks, c.weight, c.status))
+                m = c[C_MASKS]
+                if m is not None:
+                    m = {"src_addr": m[0], "dst_addr": m[1], "src_port": m[2], "dst_port": m[3]}
+                els.append(codec.cisco_mask_view_element(addr, not assigned, m, c[C_WEIGHT], c[C_STATUS]))
             else:
                 if assigned and a["type"] == "hash":
                     i = a["caches"].index(addr)
@@ -694,10 +752,9 @@ class Router:
                     bm = None
                 uflag = 0
                 if not assigned:
-                    uflag = WCI_U_V201 if c.flags & WCI_U_V201 else WCI_U
+                    uflag = WCI_U_V201 if c[C_FLAGS] & WCI_U_V201 else WCI_U
                 els.append({"address": addr, "hash_revision": 0, "flags": uflag, "data_type": "hash",
-                            "bucket_bitmap": bm, "weight": c.weight, "status": c.status})
-        g.view_cache = els
+                            "bucket_bitmap": bm, "weight": c[C_WEIGHT], "status": c[C_STATUS]})
         return els
 
     def _bitmaps(self, a):
@@ -715,7 +772,7 @@ class Router:
     def _view_routers(self, g):
         out = []
         for addr in g.order:
-            for r in g.caches[addr].routers:
+            for r in g.caches[addr][C_ROUTERS]:
                 if r not in out and len(out) < self.max_routers:
                     out.append(r)
         return out
@@ -724,26 +781,29 @@ class Router:
         fwd = g.fwd_mask
         ret = g.ret_mask
         for c in caches:
-            if c.addr not in g.l2:
+            if c[C_ADDR] not in g.l2:
                 fwd &= ~2
                 ret &= ~2
         asg = g.locked_assign or g.assign_mask
-        return [{"type": 1, "value": fwd}, {"type": 2, "value": asg}, {"type": 3, "value": ret}]
+        return fwd, asg, ret
 
-    def _isy(self, g, caches, sent_to, service, shutdown_ack=None):
+    def _isy(self, g, caches, sent_to, service, shutdown_ack=None, caps=None):
+        if caps is None:
+            caps = self._caps_adv(g, caches)
         rid = self._next_rid(g)
         for c in caches:
-            c.rid_prev = c.rid_sent
-            c.rid_sent = rid
+            c[C_RID_PREV] = c[C_RID]
+            c[C_RID] = rid
         msg = {"type": I_SEE_YOU, "version": VERSION, "security": self._security(g),
                "service": service,
                "router_identity": {"router_id": self.router_id, "receive_id": rid, "sent_to": sent_to,
-                                   "received_from": [c.addr for c in caches]},
+                                   "received_from": [c[C_ADDR] for c in caches]},
                "router_view": {"member_change_number": g.mcn,
                                "assignment_key": {"address": g.key_addr, "change_number": g.key_cn},
                                "routers": self._view_routers(g),
                                "web_caches": self._view_elements(g)},
-               "capabilities": self._caps_adv(g, caches)}
+               "capabilities": [{"type": 1, "value": caps[0]}, {"type": 2, "value": caps[1]},
+                                {"type": 3, "value": caps[2]}]}
         a = g.assignment
         if a is not None and a["type"] == "mask":
             msg["assignment_map"] = {"mask_value_sets": a["sets"]}
@@ -753,9 +813,33 @@ class Router:
         return self._encode(msg, g)
 
     def _isy_unicast(self, g, c, shutdown_ack=False):
-        payload = self._isy(g, [c], c.sent_to, c.service or (g.std_info if g.stype == 0 else g.definition),
-                            c.addr if shutdown_ack else None)
-        return (c.reply_ip, c.reply_port, self.addresses[0] if c.multicast else c.local_ip, payload)
+        svc = c[C_SERVICE] or (g.std_info if g.stype == 0 else g.definition)
+        caps = self._caps_adv(g, (c,))
+        t = g.template
+        if shutdown_ack:
+            payload = self._isy(g, [c], c[C_SENT_TO], svc, c[C_ADDR], caps)
+        elif t is not None and t[0] is svc and t[1] == caps:
+            # fast path: the group's last unicast I_SEE_YOU with only the per-cache fields patched
+            buf = self.buf
+            tb = t[2]
+            n = len(tb)
+            buf[:n] = tb
+            o = t[3]
+            rid = self._next_rid(g)
+            c[C_RID_PREV] = c[C_RID]
+            c[C_RID] = rid
+            _pack_into(">II", buf, o + 4, rid, c[C_SENT_TO])
+            _pack_into(">I", buf, o + 16, c[C_ADDR])
+            if g.password:
+                codec.sign_md5(buf, n, g.password)
+            self._count(g, "isy_tx")
+            payload = bytes(buf[:n])
+        else:
+            payload = self._isy(g, [c], c[C_SENT_TO], svc, None, caps)
+            o = _find_component(payload, 2)
+            if o > 0 and len(payload) <= len(self.buf):
+                g.template = (svc, caps, payload, o)
+        return (self._reply_ip(c), c[C_PORT], self._local_ip(c), payload)
 
     # ---------------------------------------------------------------- REDIRECT_ASSIGN
     def _ra(self, g, msg, src):
@@ -775,9 +859,9 @@ class Router:
             return self._drop(g, "ra_unsupported")
         key = a["assignment_key"]
         d = g.caches.get(key["address"])
-        if d is None or not d.usable:
+        if d is None or not d[C_USABLE]:
             d = g.caches.get(src)
-        if d is None or not d.usable:
+        if d is None or not d[C_USABLE]:
             return self._drop(g, "ra_unknown_cache")
         mine = None
         for r in a["routers"]:
@@ -790,7 +874,7 @@ class Router:
                 self._flush(g)
             return self._drop(g, "ra_not_listed")
         rid = mine["receive_id"]
-        if rid == 0 or (rid != d.rid_sent and rid != d.rid_prev):
+        if rid == 0 or (rid != d[C_RID] and rid != d[C_RID_PREV]):
             return self._drop(g, "ra_stale_receive_id")
         if mine["member_change_number"] != g.mcn:
             return self._drop(g, "ra_stale_change_number")
@@ -812,7 +896,7 @@ class Router:
         g.key_addr = key["address"]
         g.key_cn = key["change_number"]
         g.change_ms = None
-        g.view_cache = None
+        self._dirty(g)
         self._count(g, "ra_accepted")
         return []
 
@@ -829,7 +913,7 @@ class Router:
                 return None
             caches.append(x)
             c = g.caches.get(x)
-            ok.append(c is not None and c.usable)
+            ok.append(c is not None and c[C_USABLE])
         unknown = 0
         for v in ok:
             if not v:
@@ -881,7 +965,7 @@ class Router:
             for v in s["values"]:
                 x = v["cache_address"]
                 c = g.caches.get(x)
-                if c is None or not c.usable:
+                if c is None or not c[C_USABLE]:
                     dropped += 1
                     continue
                 if x not in caches:
@@ -903,7 +987,7 @@ class Router:
         g.assignment = None
         g.key_addr = g.key_cn = 0
         g.change_ms = None
-        g.view_cache = None
+        self._dirty(g)
         self._count(g, "flushes")
         self._apply(g)
 
@@ -911,15 +995,15 @@ class Router:
     def _tick_group(self, g, now, out):
         T = self.T
         for c in list(g.caches.values()):
-            if c.usable:
-                quiet = now - c.last_valid
+            if c[C_USABLE]:
+                quiet = now - c[C_LAST_VALID]
                 if quiet >= 3 * T:
                     self._count(g, "removals_timeout")
                     self._remove(g, c, now)
-                elif quiet * 2 >= 5 * T and not c.query_sent:
-                    c.query_sent = True
+                elif quiet * 2 >= 5 * T and not c[C_QUERY]:
+                    c[C_QUERY] = True
                     out.append(self._removal_query(g, c))
-            elif now - c.last_hia >= 3 * T:
+            elif now - c[C_LAST_HIA] >= 3 * T:
                 self._count(g, "pending_expired")
                 self._remove(g, c, now)
         if g.change_ms is not None and now - g.change_ms >= 5 * T:
@@ -928,26 +1012,25 @@ class Router:
                 self._flush(g)
             else:
                 g.key_addr = g.key_cn = 0
-                g.view_cache = None
+                self._dirty(g)
         if g.next_mc is not None and now - g.next_mc >= 0:
             g.next_mc = now + self._jitter()
-            mc = [c for c in g.caches.values() if c.multicast]
+            mc = [c for c in g.caches.values() if c[C_MCAST]]
             if mc:
                 out.append(self._isy_multicast(g, mc))
 
     def _isy_multicast(self, g, caches):
-        svc = g.std_info if g.stype == 0 else (g.definition or caches[0].service)
+        svc = g.std_info if g.stype == 0 else (g.definition or caches[0][C_SERVICE])
         payload = self._isy(g, caches, g.mcast, svc)
         return (g.mcast_ip, WCCP_PORT, self.addresses[0], payload)
 
     def _removal_query(self, g, c):
         msg = {"type": REMOVAL_QUERY, "version": VERSION, "security": self._security(g),
-               "service": c.service or (g.std_info if g.stype == 0 else g.definition),
-               "router_query": {"router_id": self.router_id, "receive_id": c.rid_sent,
-                                "sent_to": c.sent_to, "target": c.addr}}
+               "service": c[C_SERVICE] or (g.std_info if g.stype == 0 else g.definition),
+               "router_query": {"router_id": self.router_id, "receive_id": c[C_RID],
+                                "sent_to": c[C_SENT_TO], "target": c[C_ADDR]}}
         self._count(g, "rq_tx")
-        src = self.addresses[0] if c.multicast else c.local_ip
-        return (c.reply_ip, c.reply_port, src, self._encode(msg, g))
+        return (self._reply_ip(c), c[C_PORT], self._local_ip(c), self._encode(msg, g))
 
     # ---------------------------------------------------------------- status
     def status(self):
@@ -970,15 +1053,15 @@ class Router:
                         counts[x] = counts.get(x, 0) + 1
             for c in list(g.caches.values()):
                 caches.append({
-                    "address": ip(c.addr), "state": "usable" if c.usable else "pending",
-                    "reason": c.reason, "forwarding": METHOD_NAMES.get(c.fwd, "?"),
-                    "return": METHOD_NAMES.get(c.ret, "?"), "assignment": ASSIGN_NAMES.get(c.assign),
-                    "weight": c.weight, "status": c.status, "receive_id_sent": c.rid_sent,
-                    "heard_ms_ago": now - c.last_hia, "valid_ms_ago": now - c.last_valid,
-                    "connected_ms": (now - c.joined) if c.usable else 0,
-                    "sent_to": ip(c.sent_to), "multicast": c.multicast, "query_sent": c.query_sent,
-                    "routers": [ip(r) for r in c.routers], "hia_count": c.hia_count,
-                    "l2_adjacent": c.addr in g.l2, "assigned": counts.get(c.addr, 0)})
+                    "address": ip(c[C_ADDR]), "state": "usable" if c[C_USABLE] else "pending",
+                    "reason": c[C_REASON], "forwarding": METHOD_NAMES.get(c[C_FWD], "?"),
+                    "return": METHOD_NAMES.get(c[C_RET], "?"), "assignment": ASSIGN_NAMES.get(c[C_ASSIGN]),
+                    "weight": c[C_WEIGHT], "status": c[C_STATUS], "receive_id_sent": c[C_RID],
+                    "heard_ms_ago": now - c[C_LAST_HIA], "valid_ms_ago": now - c[C_LAST_VALID],
+                    "connected_ms": (now - c[C_JOINED]) if c[C_USABLE] else 0,
+                    "sent_to": ip(c[C_SENT_TO]), "multicast": c[C_MCAST], "query_sent": c[C_QUERY],
+                    "routers": [ip(r) for r in c[C_ROUTERS]], "hia_count": c[C_HIAS],
+                    "l2_adjacent": c[C_ADDR] in g.l2, "assigned": counts.get(c[C_ADDR], 0)})
             asg = None
             if a is not None:
                 asg = {"type": a["type"], "caches": [ip(x) for x in a["caches"]]}

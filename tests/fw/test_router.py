@@ -4,7 +4,7 @@ Messages are built and parsed with the codec; the data plane is a recording fake
 shadow/live split, so "handed over atomically" means: visible only after one commit.
 """
 from wccp import codec, config
-from wccp.router import Router, WEB_CACHE_DEFINITION
+from wccp.router import Router, WEB_CACHE_DEFINITION, C_USABLE, C_RID, C_REASON, C_ROUTERS
 from wccp.storage import MemStorage, FileStorage
 
 R = "127.0.0.1"          # router address = router ID unless a test says otherwise
@@ -208,7 +208,7 @@ def cache_state(r, addr, sid=None):
     c = group(r, sid).caches.get(ip(addr))
     if c is None:
         return None
-    return "usable" if c.usable else "pending"
+    return "usable" if c[C_USABLE] else "pending"
 
 
 # ------------------------------------------------------------------------ HERE_I_AM / I_SEE_YOU
@@ -226,7 +226,7 @@ def test_first_contact_gets_isy_but_cache_not_usable():
     assert m["router_view"]["web_caches"] == []
     assert m["service"] == svc(0)
     assert cache_state(r, "127.0.0.2") == "pending"
-    assert group(r).caches[ip("127.0.0.2")].reason == "first contact"
+    assert group(r).caches[ip("127.0.0.2")][C_REASON] == "first contact"
 
 
 def test_valid_receive_id_makes_cache_usable_and_bumps_change_number():
@@ -253,7 +253,7 @@ def test_stale_receive_id_is_answered_but_ignored():
     m1 = isy_of(r.receive(hia("127.0.0.2", 0), "127.0.0.2", 2048, R, 0))
     m2 = isy_of(r.receive(hia("127.0.0.2", rid_of(m1) + 7), "127.0.0.2", 2048, R, 0))
     assert cache_state(r, "127.0.0.2") == "pending"
-    assert group(r).caches[ip("127.0.0.2")].reason == "stale receive ID"
+    assert group(r).caches[ip("127.0.0.2")][C_REASON] == "stale receive ID"
     assert r.counters["hia_invalid_receive_id"] == 2
     # the per-cache last Receive ID counts: an older one no longer validates
     isy_of(r.receive(hia("127.0.0.2", rid_of(m1)), "127.0.0.2", 2048, R, 0))
@@ -297,7 +297,7 @@ def test_reply_from_address_cache_sent_to_and_to_its_port():
     isy_of(r.receive(hia("127.0.0.2", rid_of(m2), router="10.255.0.1"), "127.0.0.2", 2048, "127.0.0.9", 0))
     assert cache_state(r, "127.0.0.2") == "usable"
     # reported routers: ourselves by Router ID
-    assert group(r).caches[ip("127.0.0.2")].routers == (ip("10.255.0.1"),)
+    assert group(r).caches[ip("127.0.0.2")][C_ROUTERS] == (ip("10.255.0.1"),)
 
 
 def test_header_version_0200_even_to_201_cache():
@@ -397,7 +397,7 @@ def test_capabilities_absent_means_gre_hash_gre():
     r, dp = make([{"id": 0, "forwarding": ["l2"], "return": ["gre"], "l2_adjacent": ["127.0.0.2"]}])
     join(r, "127.0.0.2")
     assert cache_state(r, "127.0.0.2") == "pending"
-    assert "forwarding method gre" in group(r).caches[ip("127.0.0.2")].reason
+    assert "forwarding method gre" in group(r).caches[ip("127.0.0.2")][C_REASON]
     join(r, "127.0.0.2", caps=[(1, 2), (2, 1), (3, 1)])
     assert cache_state(r, "127.0.0.2") == "usable"
     assert dp.live[0]["caches"][0]["forward"] == 2
@@ -455,7 +455,7 @@ def _two_caches(r):
 
 
 def _last_rid(r, addr, sid=None):
-    return group(r, sid).caches[ip(addr)].rid_sent
+    return group(r, sid).caches[ip(addr)][C_RID]
 
 
 def test_hash_assignment_applied_atomically_and_key_reflected():
@@ -848,7 +848,7 @@ def test_group_size_bounded():
         join(r, "127.0.1.%d" % (k + 1))
     assert len(group(r).order) == 3
     assert r.counters["group_full"] == 2
-    assert "group full" in group(r).caches[ip("127.0.1.5")].reason
+    assert "group full" in group(r).caches[ip("127.0.1.5")][C_REASON]
 
 
 def test_total_state_bounded_across_groups():
@@ -943,3 +943,38 @@ def test_with_reference_forwarding_model():
     r.tick(3 * T)
     assert r.counters["dataplane_errors"] == 0, r.last_error
     assert fm.redirect_enabled(0) is not None
+
+
+def test_fast_path_isy_equals_full_encoding():
+    for pw in (None, "pw8chars"):
+        r, dp = make([{"id": 0, "password": pw}] if pw else None)
+        kw = {"password": pw} if pw else {}
+        join(r, "127.0.0.2", **kw)
+        m = join(r, "127.0.0.3", **kw)
+        mcn = m["router_view"]["member_change_number"]
+        r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2", "127.0.0.3"],
+                          password=pw), "127.0.0.2", 2048, R, 0)
+        outs = []
+        for k in range(4):
+            a = "127.0.0.2" if k % 2 else "127.0.0.3"
+            if k == 3:
+                group(r).template = None          # force the full encoding for comparison
+            out = r.receive(hia(a, _last_rid(r, a), **kw), a, 2048, R, 10 + k)
+            dst, port, src, payload = one(out)
+            if pw:
+                assert codec.verify_md5(payload, pw)
+            outs.append(codec.plain(codec.decode(payload)))
+        assert group(r).template is not None
+        for m in outs:
+            assert m["router_view"] == outs[3]["router_view"]
+        ids = [m["router_identity"]["receive_id"] for m in outs]
+        assert ids == [ids[0] + k for k in range(4)]
+        assert [m["router_identity"]["received_from"] for m in outs] == [[ip("127.0.0.3")], [ip("127.0.0.2")]] * 2
+        for m in outs:
+            del m["router_identity"]
+            del m["security"]
+        assert outs[0] == outs[1] == outs[2] == outs[3]
+        # a weight change is visible at once
+        out = r.receive(hia("127.0.0.2", _last_rid(r, "127.0.0.2"), weight=5, **kw), "127.0.0.2", 2048, R, 20)
+        ws = [e["weight"] for e in isy_of(out)["router_view"]["web_caches"]]
+        assert sorted(ws) == [5, 10000]

@@ -1,0 +1,258 @@
+"""Router control-plane benchmark (make bench; results in docs/performance.md "## Control plane").
+
+    .venv/bin/python bench/bench_router.py            # drives everything below
+    .venv/bin/micropython -X heapsize=64k bench/bench_router.py --heap [--dataplane null|model]
+    .venv/bin/micropython bench/bench_router.py --latency
+
+1. Heap: 8 service groups x 32 usable caches, every group with a full hash assignment,
+   under ``micropython -X heapsize=64k``: heap in use after gc.collect() (router state with a
+   table-only data plane; also with the reference model as data plane).
+2. Latency: Router.receive() of a valid HERE_I_AM -> encoded I_SEE_YOU, on the unix port
+   (1 cache and 32 caches in the group), plus the UDP round trip through the real firmware
+   (app + sockets) measured from CPython.
+"""
+import sys
+
+MICRO = sys.implementation.name == "micropython"
+
+
+def _paths():
+    here = __file__.rsplit("/", 1)[0] if "/" in __file__ else "."
+    root = here + "/.."
+    if "--mpy" in sys.argv:   # precompiled modules (as on a board: frozen or .mpy)
+        sys.path.insert(0, sys.argv[sys.argv.index("--mpy") + 1])
+    else:
+        sys.path.insert(0, root + "/firmware")
+    return root
+
+
+class NullDP:
+    """Keeps nothing: what is left on the heap is the router's own state."""
+
+    def configure(self, *a):
+        pass
+
+    def set_group(self, *a):
+        pass
+
+    def set_caches(self, *a):
+        pass
+
+    def set_hash(self, *a):
+        pass
+
+    def set_mask(self, *a):
+        pass
+
+    def clear_assignment(self, *a):
+        pass
+
+    def clear_group(self, *a):
+        pass
+
+    def commit(self):
+        pass
+
+    def heartbeat(self):
+        pass
+
+    def counters(self):
+        return {}
+
+
+def _cfg(ngroups, ncaches):
+    from wccp import config
+    svcs = [{"id": 0}] + [{"id": 60 + i, "type": "dynamic"} for i in range(ngroups - 1)]
+    return config.load({"router_id": "10.0.0.1", "addresses": ["10.0.0.1"], "services": svcs,
+                        "limits": {"max_total_caches": 512}})
+
+
+def _hia(codec, cache, rid, sid, router=0x0A000001):
+    svc = {"service_type": 0 if sid == 0 else 1, "service_id": sid, "priority": 0 if sid == 0 else 100,
+           "protocol": 0 if sid == 0 else 6, "service_flags": 0 if sid == 0 else 0x12,
+           "ports": [0] * 8 if sid == 0 else [8000 + sid, 0, 0, 0, 0, 0, 0, 0]}
+    return codec.encode({"type": 10, "version": 0x200, "security": {"option": 0}, "service": svc,
+                         "web_cache_identity": {"address": cache, "hash_revision": 0, "flags": 0, "data_type": "hash",
+                                                "bucket_bitmap": bytes(32), "weight": 10000, "status": 0},
+                         "web_cache_view": {"change_number": 1, "routers": [{"router_id": router, "receive_id": rid}],
+                                            "web_caches": []},
+                         "capabilities": [{"type": 1, "value": 1}, {"type": 2, "value": 1}, {"type": 3, "value": 1}]})
+
+
+def _ra(codec, cache, rid, mcn, caches, sid):
+    svc = {"service_type": 0 if sid == 0 else 1, "service_id": sid, "priority": 0 if sid == 0 else 100,
+           "protocol": 0 if sid == 0 else 6, "service_flags": 0 if sid == 0 else 0x12,
+           "ports": [0] * 8 if sid == 0 else [8000 + sid, 0, 0, 0, 0, 0, 0, 0]}
+    n = len(caches)
+    return codec.encode({"type": 12, "version": 0x200, "security": {"option": 0}, "service": svc,
+                         "assignment_info": {"assignment_key": {"address": cache, "change_number": 1},
+                                             "routers": [{"router_id": 0x0A000001, "receive_id": rid,
+                                                          "member_change_number": mcn}],
+                                             "web_caches": caches, "buckets": bytes([i % n for i in range(256)])}})
+
+
+def _populate(r, codec, ngroups, ncaches):
+    import gc
+    from wccp.router import C_RID
+    for gi, g in enumerate(r.groups):
+        sid = g.sid
+        caches = []
+        for k in range(ncaches):
+            a = 0x0A010000 + (gi << 8) + k + 2
+            caches.append(a)
+            ip = codec.int2ip(a)
+            r.receive(_hia(codec, a, 0, sid), ip, 2048, "10.0.0.1", 0)
+            r.receive(_hia(codec, a, g.caches[a][C_RID], sid), ip, 2048, "10.0.0.1", 0)
+            gc.collect()
+        d = caches[0]
+        r.receive(_ra(codec, d, g.caches[d][C_RID], g.mcn, caches, sid), codec.int2ip(d), 2048, "10.0.0.1", 0)
+        assert g.assignment is not None and len(g.order) == ncaches, (len(g.order), r.drops)
+        gc.collect()
+
+
+def heap(dpname):
+    import gc
+    _paths()
+    gc.collect()
+    base = gc.mem_alloc()
+    from wccp import codec
+    from wccp.router import Router
+    from wccp.storage import MemStorage
+    gc.collect()
+    mods = gc.mem_alloc() - base
+    if dpname == "model":
+        from wccp.fwdmodel import ForwardingModel
+        dp = ForwardingModel()
+    else:
+        dp = NullDP()
+    gc.collect()
+    dp_bytes = gc.mem_alloc() - base - mods
+    r = Router(_cfg(8, 32), dp, 0, storage=MemStorage(), seed=1)
+    gc.collect()
+    empty = gc.mem_alloc() - base - mods - dp_bytes
+    _populate(r, codec, 8, 32)
+    # one I_SEE_YOU with a full 32-cache view per group, as in steady state
+    from wccp.router import C_RID
+    for g in r.groups:
+        a = g.order[0]
+        r.receive(_hia(codec, a, g.caches[a][C_RID], g.sid), codec.int2ip(a), 2048, "10.0.0.1", 1)
+    gc.collect()
+    used = gc.mem_alloc()
+    free = gc.mem_free()
+    state = used - base - mods - dp_bytes
+    print("HEAP dataplane=%s total=%d used=%d free=%d modules=%d dataplane=%d router_empty=%d router_full=%d caches=%d"
+          % (dpname, used + free, used, free, mods, dp_bytes, empty, state, r.total))
+
+
+def latency():
+    import time
+    _paths()
+    from wccp import codec
+    from wccp.router import Router
+    from wccp.storage import MemStorage
+    for ncaches in (1, 32):
+        r = Router(_cfg(1, ncaches), NullDP(), 0, storage=MemStorage(), seed=1)
+        _populate(r, codec, 1, ncaches)
+        g = r.groups[0]
+        a = g.order[0]
+        ip = codec.int2ip(a)
+        from wccp.router import C_RID
+        rid = g.caches[a][C_RID]
+        n = 2000 if ncaches == 1 else 500
+        best = None
+        total = 0
+        # each HIA must echo the Receive ID of the previous I_SEE_YOU: pre-encode per ID
+        for i in range(n):
+            pkt = _hia(codec, a, rid, 0)
+            t0 = time.ticks_us() if MICRO else time.perf_counter_ns() // 1000
+            out = r.receive(pkt, ip, 2048, "10.0.0.1", 1 + i)
+            t1 = time.ticks_us() if MICRO else time.perf_counter_ns() // 1000
+            dt = time.ticks_diff(t1, t0) if MICRO else t1 - t0
+            assert len(out) == 1
+            rid = g.caches[a][C_RID]
+            total += dt
+            best = dt if best is None or dt < best else best
+        assert r.counters["hia_valid"] >= n
+        print("LAT caches=%d n=%d mean_us=%d best_us=%d isy_bytes=%d"
+              % (ncaches, n, total // n, best, len(out[0][3])))
+
+
+def driver():
+    import json
+    import os
+    import pathlib
+    import re
+    import socket
+    import subprocess
+    import time
+    root = pathlib.Path(__file__).resolve().parent.parent
+    sys.path[:0] = [str(root / "host_tools"), str(root / "firmware")]
+    from wccp import codec
+    from wccptool.launch import find_micropython, start_firmware
+    mp = find_micropython()
+    me = str(pathlib.Path(__file__).resolve())
+    # boards run precompiled modules (.mpy / frozen): compiling the sources needs more heap
+    # than the state itself, so compile them first, as `wccp flash` does
+    mpy = root / "build" / "bench-router-mpy"
+    (mpy / "wccp").mkdir(parents=True, exist_ok=True)
+    cross = str(pathlib.Path(mp).parent / "mpy-cross")
+    for src in sorted((root / "firmware" / "wccp").glob("*.py")):
+        subprocess.run([cross, "-o", str(mpy / "wccp" / (src.stem + ".mpy")), str(src)], check=True)
+    for dpname in ("null", "model"):
+        cmd = [mp, "-X", "heapsize=64k", me, "--heap", "--dataplane", dpname, "--mpy", str(mpy)]
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        line = [ln for ln in res.stdout.splitlines() if ln.startswith("HEAP")]
+        if res.returncode or not line:
+            print("heap (%s): FAILED under 64k heap\n%s%s" % (dpname, res.stdout[-2000:], res.stderr[-2000:]))
+            continue
+        d = dict(kv.split("=") for kv in line[0].split()[1:])
+        print("heap, 8 groups x 32 caches, data plane %-5s: %6d of %d bytes used (%d free); router state %d B "
+              "(empty %d), modules %d B, data plane %d B" % (d["dataplane"], int(d["used"]), int(d["total"]),
+                                                            int(d["free"]), int(d["router_full"]),
+                                                            int(d["router_empty"]), int(d["modules"]),
+                                                            int(d["dataplane"])))
+    res = subprocess.run([mp, me, "--latency"], capture_output=True, text=True, timeout=600)
+    for ln in res.stdout.splitlines():
+        if ln.startswith("LAT"):
+            d = dict(kv.split("=") for kv in ln.split()[1:])
+            print("Router.receive(HERE_I_AM) -> I_SEE_YOU, MicroPython unix, %2s cache(s) in view: mean %s us, "
+                  "best %s us (ISY %s bytes)" % (d["caches"], d["mean_us"], d["best_us"], d["isy_bytes"]))
+    if res.returncode:
+        print("latency run failed:\n" + res.stderr[-2000:])
+    # UDP round trip through the real firmware (app, sockets, asyncio) from CPython
+    rtr, cache = "127.31.7.1", "127.31.7.2"
+    fw = start_firmware({"router_id": rtr, "addresses": [rtr], "services": [{"id": 0}]}, wccp_addr=None,
+                        http_port=18197, http_addr=rtr)
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((cache, 2048))
+        s.settimeout(2)
+        rid = 0
+        rtts = []
+        for _ in range(600):
+            pkt = _hia(codec, codec.ip2int(cache), rid, 0, codec.ip2int(rtr))
+            t0 = time.perf_counter()
+            s.sendto(pkt, (rtr, 2048))
+            data = s.recv(65535)
+            rtts.append(time.perf_counter() - t0)
+            rid = codec.decode(data)["router_identity"]["receive_id"]
+        s.close()
+        rtts = sorted(rtts[100:])
+        st = fw.status()
+        assert st["groups"][0]["caches"][0]["state"] == "usable"
+        print("UDP round trip HERE_I_AM -> I_SEE_YOU through the firmware (loopback, CPython client): "
+              "median %.0f us, p90 %.0f us, min %.0f us" % (rtts[len(rtts) // 2] * 1e6, rtts[len(rtts) * 9 // 10] * 1e6,
+                                                           rtts[0] * 1e6))
+    finally:
+        fw.stop()
+    del json, os, re
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if "--heap" in args:
+        heap(args[args.index("--dataplane") + 1] if "--dataplane" in args else "null")
+    elif "--latency" in args:
+        latency()
+    else:
+        driver()
