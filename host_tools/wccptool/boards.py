@@ -65,6 +65,8 @@ PIN_TABLES = {
         {"GP23": "SMPS power-save (Pico layout)", "GP24": "VBUS sense (Pico layout)",
          "GP25": "on-board LED (Pico layout)", "GP29": "VSYS/3 ADC (Pico layout)"},
     ),
+    # the virtual board (unix port): no pins at all
+    "unix": (set(), set(), {}),
 }
 
 # FPGA families -> packages and the nextpnr flag for the device size
@@ -188,6 +190,14 @@ def _validate_mcu(d, problems):
 
     net = _req(d, "network", dict, "board", problems) or {}
     drv = _req(net, "driver", str, "network", problems)
+    if port == "unix":
+        # the virtual board: the host's network stack, no FPGA wiring
+        if drv != "host":
+            problems.append("network.driver: the unix port uses the host network stack ('host')")
+        for k in ("fpga_spi", "fpga_control", "fpga_board"):
+            if k in d:
+                problems.append("%s: the virtual board has no FPGA wiring" % k)
+        return
     if drv is not None and drv not in NET_DRIVERS:
         problems.append("network.driver: %r not one of %s" % (drv, ", ".join(NET_DRIVERS)))
     fixed = net.get("fixed_pins", [])
@@ -260,8 +270,8 @@ def _validate_mcu(d, problems):
             except ValueError:
                 problems.append("fpga_board: %r is not valid JSON" % fb)
     bp = _req(d, "bitstream_path", str, "board", problems)
-    if bp is not None and not bp.startswith("/"):
-        problems.append("bitstream_path: must be an absolute path on the board")
+    if bp is not None and (bp.startswith("/") or ".." in bp or not bp):
+        problems.append("bitstream_path: must be a file name relative to the firmware slot (e.g. fpga.bit)")
 
 
 _BALL_RE = re.compile(r"^[A-Y][0-9]{1,2}$")

@@ -39,6 +39,7 @@ RESET_EXIT = 77
 SOFT_RESET_EXIT = 78
 MARK_UP = b"\x1b]vboard-up\x07"
 MARK_REPL = b"\x1b]vboard-repl\x07"
+MARK_RESET = b"\x1b]vboard-reset\x07"
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n"
 FRIENDLY_BANNER = b'Type "help()" for more information.'
 SOFT_REBOOT = b"MPY: soft reboot\r\n"
@@ -64,9 +65,11 @@ class _VbMachine:
         return getattr(_vb_machine, name)
 
     def reset(self):
+        sys.stdout.write("\x1b]vboard-reset\x07")
         raise SystemExit(%(reset)d)
 
     def soft_reset(self):
+        sys.stdout.write("\x1b]vboard-reset\x07")
         raise SystemExit(%(soft)d)
 
     def unique_id(self):
@@ -75,6 +78,31 @@ class _VbMachine:
 
 sys.modules["machine"] = _VbMachine()
 del _VbMachine
+import os as _vb_os
+
+
+class _VbOs:
+    # os.rename with absolute paths fails on a VfsPosix mounted at "/" (unix port
+    # 1.29: ENOENT); relative paths work, so rename from "/".
+    def __getattr__(self, name):
+        return getattr(_vb_os, name)
+
+    def rename(self, a, b):
+        cwd = _vb_os.getcwd()
+
+        def _abs(p):
+            if not p.startswith("/"):
+                p = cwd.rstrip("/") + "/" + p
+            return p.lstrip("/")
+        _vb_os.chdir("/")
+        try:
+            _vb_os.rename(_abs(a), _abs(b))
+        finally:
+            _vb_os.chdir(cwd)
+
+
+sys.modules["os"] = _VbOs()
+del _VbOs
 
 
 def _vb_run(name):
@@ -242,6 +270,10 @@ class VirtualBoard:
 
     def _child_output(self, data):
         # markers from the bootstrap
+        if MARK_RESET in data:
+            # the interpreter is going down: what the host sends from now on is for the next boot
+            data = data.replace(MARK_RESET, b"")
+            self._up = False
         if MARK_UP in data:
             data = data.replace(MARK_UP, b"")
             self._up = True
@@ -303,7 +335,6 @@ class VirtualBoard:
         if rc == RESET_EXIT:
             self.resets += 1
             self.log("vboard: machine.reset()")
-            self._pending_in = b""
             self._spawn("friendly")
             return
         self._to_host(b"\r\n" + SOFT_REBOOT)

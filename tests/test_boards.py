@@ -1,0 +1,125 @@
+"""Board definitions: structure, pins valid for the MCU part, constraints accepted by nextpnr."""
+import copy
+import glob
+import json
+import os
+import pathlib
+
+import pytest
+
+from wccptool import boards
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+ALL = sorted(p.stem for p in (ROOT / "boards").glob("*.json") if p.name != "schema.json")
+MCU = [b for b in ALL if json.loads((ROOT / "boards" / (b + ".json")).read_text())["kind"] == "mcu"]
+FPGA = [b for b in ALL if b not in MCU]
+
+
+def test_required_boards_present():
+    for b in ("olimex_esp32_poe", "nucleo_f429zi", "w5500_evb_pico", "colorlight_i5"):
+        assert b in ALL
+    drivers = {boards.load(b)["network"]["driver"] for b in MCU}
+    assert drivers == {"LAN", "WIZNET5K", "host"}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_board_valid(name):
+    d = boards.load(name, check=False)
+    assert d["name"] == name
+    assert boards.validate(d) == []
+
+
+def _mutated(name, fn):
+    d = copy.deepcopy(boards.load(name))
+    fn(d)
+    return boards.validate(d)
+
+
+def test_validator_rejects_bad_pins():
+    # ESP32 flash pin, input-only pin driving PROGRAMN, nonexistent pin, double use
+    p = _mutated("olimex_esp32_poe", lambda d: d["fpga_control"].__setitem__("cs", "GPIO7"))
+    assert any("reserved" in x for x in p)
+    p = _mutated("olimex_esp32_poe", lambda d: d["fpga_control"].__setitem__("programn", "GPIO35"))
+    assert any("input-only" in x for x in p)
+    p = _mutated("olimex_esp32_poe", lambda d: d["fpga_spi"]["pins"].__setitem__("sck", "GPIO40"))
+    assert any("not a pin of esp32" in x for x in p)
+    p = _mutated("olimex_esp32_poe", lambda d: d["fpga_control"].__setitem__("cs", "GPIO23"))
+    assert any("already used" in x for x in p)
+    # STM32: RMII pin PA7 taken by Ethernet; pin beyond port G
+    p = _mutated("nucleo_f429zi", lambda d: d["fpga_spi"]["pins"].__setitem__("mosi", "PA7"))
+    assert any("already used" in x for x in p)
+    p = _mutated("nucleo_f429zi", lambda d: d["fpga_control"].__setitem__("done", "PI3"))
+    assert any("not a pin of stm32f4" in x for x in p)
+    p = _mutated("w5500_evb_pico", lambda d: d["fpga_control"].__setitem__("done", "GP25"))
+    assert any("reserved" in x for x in p)
+    p = _mutated("w5500_evb_pico", lambda d: d["network"]["pins"].pop("rst"))
+    assert any("network.pins.rst" in x for x in p)
+
+
+def test_validator_rejects_bad_structure():
+    assert boards.validate([]) != []
+    p = _mutated("olimex_esp32_poe", lambda d: d.pop("micropython"))
+    assert any("micropython" in x for x in p)
+    p = _mutated("olimex_esp32_poe", lambda d: d["micropython"].__setitem__("port", "rp2"))
+    assert any("does not run on" in x for x in p)
+    p = _mutated("olimex_esp32_poe", lambda d: d["micropython"].__setitem__("mpy_version", 5))
+    assert any("unsupported" in x for x in p)
+    p = _mutated("colorlight_i5", lambda d: d["fpga"].__setitem__("package", "CABGA999"))
+    assert any("package" in x for x in p)
+    p = _mutated("colorlight_i5", lambda d: d["fpga"].__setitem__("nextpnr", ["--45k"]))
+    assert any("nextpnr" in x for x in p)
+    p = _mutated("colorlight_i5", lambda d: d.__setitem__("phys", d["phys"][:1]))
+    assert any("two Ethernet PHYs" in x for x in p)
+    with pytest.raises(boards.BoardError, match="unknown board"):
+        boards.load("no_such_board")
+
+
+def test_mcu_boards_name_fpga_board():
+    for b in MCU:
+        d = boards.load(b)
+        if d["micropython"]["port"] == "unix":
+            continue
+        assert boards.fpga_board_for(d)["kind"] == "fpga"
+
+
+def _lpf_files():
+    files = set(glob.glob(str(ROOT / "boards" / "**" / "*.lpf"), recursive=True))
+    for b in FPGA:
+        files.add(str(ROOT / boards.load(b)["constraints"]))
+    return sorted(files)
+
+
+def test_fpga_constraints_exist():
+    for b in FPGA:
+        c = ROOT / boards.load(b)["constraints"]
+        assert c.exists(), "constraints file %s of board %s missing" % (c, b)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lpf", _lpf_files(), ids=lambda p: os.path.relpath(p, ROOT))
+def test_lpf_accepted_by_nextpnr(lpf, tmp_path):
+    if not os.path.exists(lpf):
+        pytest.fail("%s missing" % lpf)
+    owner = [b for b in FPGA if os.path.dirname(str(ROOT / boards.load(b)["constraints"])) == os.path.dirname(lpf)]
+    defn = boards.load(owner[0] if owner else "colorlight_i5")
+    sites = boards.lpf_sites(lpf)
+    assert len(sites) >= 2
+    ok, log = boards.nextpnr_check_lpf(lpf, defn, str(tmp_path))
+    assert ok, log[-4000:]
+    # the two RGMII PHYs' clock balls from the board definition are constrained in the LPF
+    used = set(sites.values())
+    if owner:
+        for phy in defn["phys"]:
+            assert phy["rx_clk"] in used, "%s rx clock ball %s not in %s" % (phy["name"], phy["rx_clk"], lpf)
+            assert phy["tx_clk"] in used, "%s tx clock ball %s not in %s" % (phy["name"], phy["tx_clk"], lpf)
+        assert defn["clock"]["pin"] in used
+        for role, ball in defn["mcu_link"]["pins"].items():
+            assert ball in used, "mcu_link %s ball %s not in %s" % (role, ball, lpf)
+
+
+@pytest.mark.slow
+def test_nextpnr_rejects_bad_site(tmp_path):
+    lpf = tmp_path / "bad.lpf"
+    lpf.write_text('LOCATE COMP "a" SITE "P3";\nLOCATE COMP "b" SITE "Z99";\n')
+    ok, log = boards.nextpnr_check_lpf(str(lpf), boards.load("colorlight_i5"), str(tmp_path / "w"))
+    assert not ok

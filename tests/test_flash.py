@@ -1,0 +1,160 @@
+"""`wccp flash` against the virtual board: compile, copy, verify, slot switch, reset, boot check."""
+import copy
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from wccptool import boards, flash as fl
+from wccptool.vboard import VirtualBoard
+
+ROOT = pathlib.Path(boards.ROOT)
+
+
+def make_fw(path, version, body="", fail=False):
+    (path / "wccp").mkdir(parents=True, exist_ok=True)
+    (path / "wccp" / "__init__.py").write_text('VERSION = "%s"\n' % version)
+    (path / "wccp" / "util.py").write_text("def hello():\n    return 'hi from %s'\n" % version)
+    main = ("import wccp, wccp.util\nprint('fw up', wccp.VERSION, wccp.util.hello())\n"
+            "open('/booted', 'w').write(wccp.VERSION)\n" + body +
+            ("raise RuntimeError('broken firmware')\n" if fail else "") +
+            "import time\nwhile True:\n    time.sleep(0.05)\n")
+    (path / "main.py").write_text(main)
+    return path
+
+
+@pytest.fixture
+def vboard(tmp_path):
+    d = tmp_path / "board"
+    d.mkdir()
+    vb = VirtualBoard(str(d))
+    vb.start()
+    yield vb, d
+    vb.stop()
+
+
+def quiet(msg):
+    pass
+
+
+def test_flash_trivial_firmware_boots(vboard, tmp_path):
+    vb, d = vboard
+    fw = make_fw(tmp_path / "fw1", "1.0.0")
+    log = []
+    res = fl.flash("virtual", vb.port, firmware_dir=str(fw), progress=log.append, boot_wait=1.5)
+    assert res["slot"] == "a" and res["status"]["version"] == "1.0.0"
+    assert (d / "fw" / "active").read_text() == "a"
+    # compiled .mpy on the board, verified, manifest with hashes
+    mpy = (d / "fw" / "a" / "wccp" / "util.mpy").read_bytes()
+    assert mpy[:2] == b"M\x06"
+    man = json.loads((d / "fw" / "a" / "manifest.json").read_text())
+    assert man["version"] == "1.0.0" and man["board"] == "virtual" and man["mpy"] == "6.3"
+    assert set(man["files"]) == {"wccp/__init__.mpy", "wccp/util.mpy", "main.py", "board.json"}
+    assert json.loads((d / "board.json").read_text())["name"] == "virtual"
+    assert any("verify: 5 files match" in m for m in log)
+    assert any("fw up 1.0.0 hi from 1.0.0" in m for m in log)
+    assert (d / "booted").read_text() == "1.0.0"
+
+
+def test_second_flash_switches_slot_and_interrupted_flash_keeps_old(vboard, tmp_path):
+    vb, d = vboard
+    fl.flash("virtual", vb.port, firmware_dir=str(make_fw(tmp_path / "v1", "1.0.0")), progress=quiet, boot_wait=1)
+    v2 = make_fw(tmp_path / "v2", "2.0.0")
+    # interrupted upload: the active slot (old firmware) is untouched and still boots
+    with pytest.raises(fl.FlashError, match="interruption"):
+        fl.Flasher("virtual", vb.port, firmware_dir=str(v2), progress=quiet, fail_after=2).run()
+    assert (d / "fw" / "active").read_text() == "a"
+    assert not (d / "fw" / "b" / "main.py").exists()
+    (d / "booted").unlink()
+    subprocess.run([os.path.join(os.path.dirname(sys.executable), "mpremote"), "connect", vb.port, "reset"],
+                   check=True, capture_output=True, timeout=30)
+    import time
+    end = time.monotonic() + 10
+    while not (d / "booted").exists() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert (d / "booted").read_text() == "1.0.0"
+    # the complete flash goes to slot b and switches
+    res = fl.flash("virtual", vb.port, firmware_dir=str(v2), progress=quiet, boot_wait=1)
+    assert res["slot"] == "b" and res["status"]["version"] == "2.0.0"
+    assert (d / "fw" / "active").read_text() == "b"
+    assert (d / "booted").read_text() == "2.0.0"
+    # and the next one back to a
+    res = fl.flash("virtual", vb.port, firmware_dir=str(make_fw(tmp_path / "v3", "3.0.0")), progress=quiet,
+                   boot_wait=1, compile=False)
+    assert res["slot"] == "a" and (d / "fw" / "a" / "wccp" / "util.py").exists()
+    assert not (d / "fw" / "a" / "wccp" / "util.mpy").exists()
+
+
+def test_refuses_board_and_version_mismatch(vboard, tmp_path):
+    vb, d = vboard
+    fw = make_fw(tmp_path / "fw", "1.0.0")
+    with pytest.raises(fl.FlashError, match="board mismatch.*esp32.*linux"):
+        fl.flash("olimex_esp32_poe", vb.port, firmware_dir=str(fw), progress=quiet)
+    b = copy.deepcopy(boards.load("virtual"))
+    b["micropython"]["min_version"] = "9.0.0"
+    with pytest.raises(fl.FlashError, match="MicroPython version mismatch.*needs >= 9.0.0"):
+        fl.flash(b, vb.port, firmware_dir=str(fw), progress=quiet)
+    with pytest.raises(fl.FlashError, match="FPGA board"):
+        fl.flash("colorlight_i5", vb.port, firmware_dir=str(fw), progress=quiet)
+    assert not (d / "fw").exists()      # nothing was written
+
+
+def test_boot_failure_reported(vboard, tmp_path):
+    vb, _ = vboard
+    with pytest.raises(fl.FlashError, match="exception while booting"):
+        fl.flash("virtual", vb.port, firmware_dir=str(make_fw(tmp_path / "bad", "6.6.6", fail=True)),
+                 progress=quiet, boot_wait=1.5)
+
+
+def test_cli_flash_progress_and_bitstream(vboard, tmp_path):
+    vb, d = vboard
+    fw = make_fw(tmp_path / "fw", "4.5.6")
+    bit = tmp_path / "top.bit"
+    bit.write_bytes(os.urandom(70000))
+    p = subprocess.run([sys.executable, "-m", "wccptool.cli", "flash", "--board", "virtual", "--port", vb.port,
+                        "--firmware-dir", str(fw), "--bitstream", str(bit), "--boot-wait", "1"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "fpga.bit" in p.stdout and "100%" in p.stdout and "up: slot a, wccp version 4.5.6" in p.stdout
+    assert (d / "fw" / "a" / "fpga.bit").read_bytes() == bit.read_bytes()
+    p = subprocess.run([sys.executable, "-m", "wccptool.cli", "flash", "--board", "nucleo_f429zi", "--port",
+                        vb.port, "--firmware-dir", str(fw)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "board mismatch" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "wccptool.cli", "flash", "--board", "virtual", "--port",
+                        str(tmp_path / "no-such-tty"), "--firmware-dir", str(fw)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and "cannot open" in p.stderr
+
+
+@pytest.mark.parametrize("sub", [0, 1, 2, 3])
+def test_mpy_cross_matches_board_mpy_sub_version(sub, tmp_path):
+    exe = fl.mpy_cross_for(sub, cache_dir=str(tmp_path / "cache"))
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    assert ("mpy v6.%d" % sub in out) or (sub == 0 and "mpy v6" in out)
+    src = ROOT / "firmware" / "wccp" / "const.py"
+    dst = tmp_path / "const.mpy"
+    fl.compile_mpy(exe, str(src), str(dst), sub)
+    assert dst.read_bytes()[:2] == b"M\x06"
+
+
+def test_parse_mpy():
+    assert fl.parse_mpy(2822) == (6, 3, "x64")
+    assert fl.parse_mpy(6 | (3 << 8) | (10 << 10)) == (6, 3, "xtensawin")
+    assert fl.parse_mpy(5) == (5, 0, "none")
+
+
+def test_package_json_declares_mip_deps():
+    pj = json.loads((ROOT / "firmware" / "package.json").read_text())
+    names = [d[0] for d in pj["deps"]]
+    assert "logging" in names
+    # the firmware must not need them: no firmware module imports a mip dependency unguarded
+    for fn in (ROOT / "firmware" / "wccp").glob("*.py"):
+        text = fn.read_text()
+        for n in names:
+            for line in text.splitlines():
+                s = line.strip()
+                if s.startswith(("import %s" % n, "from %s " % n)):
+                    assert line.startswith((" ", "\t")), "%s imports %s at module level" % (fn.name, n)
