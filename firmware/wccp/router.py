@@ -714,7 +714,6 @@ class Router:
                 v = b[n]
                 if v != 0xFF and not v & 0x80 and v == i:
                     b[n] = 0xFF
-            a["bitmaps"] = None
         else:
             for s in a["sets"]:
                 s["values"] = [v for v in s["values"] if v["cache_address"] != addr]
@@ -734,8 +733,9 @@ class Router:
         a = g.assignment
         els = []
         mask = (g.locked_assign or (2 if g.assign_mask == 2 else 1)) == 2
-        if a is not None and a["type"] == "hash" and a.get("bitmaps") is None:
-            self._bitmaps(a)
+        bms = None
+        if a is not None and a["type"] == "hash":
+            bms = self._bitmaps(a)      # transient: only built when the template is rebuilt
         for addr in g.order:
             c = g.caches[addr]
             assigned = a is not None and addr in a["caches"] and addr not in a["gone"]
@@ -747,7 +747,7 @@ class Router:
             else:
                 if assigned and a["type"] == "hash":
                     i = a["caches"].index(addr)
-                    bm = a["bitmaps"][i * 32:i * 32 + 32]
+                    bm = bms[i * 32:i * 32 + 32]
                 else:
                     bm = None
                 uflag = 0
@@ -767,7 +767,7 @@ class Router:
                 continue
             if v < n:
                 bm[v * 32 + (k >> 3)] |= 0x80 >> (k & 7)
-        a["bitmaps"] = bm
+        return bm
 
     def _view_routers(self, g):
         out = []
@@ -934,7 +934,7 @@ class Router:
             else:
                 b[k] = 0xFF
         gone = [caches[i] for i in range(n) if not ok[i]]
-        return {"type": "hash", "caches": caches, "buckets": b, "bitmaps": None, "gone": gone,
+        return {"type": "hash", "caches": caches, "buckets": b, "gone": gone,
                 "sets": None}
 
     def _ra_mask(self, g, a):
@@ -980,7 +980,7 @@ class Router:
                          "values": vals})
         if dropped:
             self._count(g, "ra_unknown_cache_entries", dropped)
-        return {"type": "mask", "caches": caches, "buckets": None, "bitmaps": None, "gone": [],
+        return {"type": "mask", "caches": caches, "buckets": None, "gone": [],
                 "sets": sets}
 
     def _flush(self, g):
