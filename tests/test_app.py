@@ -210,3 +210,12 @@ def test_wccp_run_keeps_running_until_signal(tmp_path):
         assert "wccp show --host %s --port 18134" % addr in out and "stopping" in out
         with _udp(addr):                               # the firmware is gone: 2048 is free again
             pass
+
+
+def test_docs_config_example_is_valid():
+    import re
+    from wccp import config
+    text = (ROOT / "docs" / "config.md").read_text()
+    example = re.search(r"```json\n(.*?)```", text, re.S).group(1)
+    cfg = config.load(example)
+    assert [s["id"] for s in cfg["services"]] == [0, 90]
