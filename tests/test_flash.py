@@ -158,3 +158,49 @@ def test_package_json_declares_mip_deps():
                 s = line.strip()
                 if s.startswith(("import %s" % n, "from %s " % n)):
                     assert line.startswith((" ", "\t")), "%s imports %s at module level" % (fn.name, n)
+
+
+def test_flash_real_firmware_answers_wccp(vboard, tmp_path):
+    """The project's firmware, flashed with `wccp flash` onto the virtual board, boots and
+    answers a HERE_I_AM with an I_SEE_YOU on loopback."""
+    import socket
+    import time
+
+    from wccp import codec
+    from wccptool import cachesim
+
+    vb, d = vboard
+    rid, cache, http_port = "127.61.0.1", "127.61.0.11", 18611
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"router_id": rid, "addresses": [rid], "http": {"address": rid, "port": http_port},
+                               "timers": {"here_i_am_ms": 500}, "services": [{"id": 0, "type": "standard"}]}))
+    log = []
+    res = fl.flash("virtual", vb.port, config=str(cfg), progress=log.append, boot_wait=2)
+    text = "\n".join(log)
+    assert "Traceback" not in text, text
+    assert res["manifest"]["version"] == fl.firmware_version(str(ROOT / "firmware"))
+    assert "config.json" in res["manifest"]["files"] and "wccp/router.mpy" in res["manifest"]["files"]
+    assert "up: http://%s:%d/status answers" % (rid, http_port) in text
+    # WCCP on loopback
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((cache, 2048))
+    s.settimeout(0.5)
+    member = cachesim.Member(cache, [rid], interval=0.5)
+    got = None
+    end = time.monotonic() + 20
+    try:
+        while got is None and time.monotonic() < end:
+            s.sendto(member.build_here_i_am(), (rid, 2048))
+            try:
+                data, src = s.recvfrom(4096)
+            except socket.timeout:
+                continue
+            msg = codec.decode(data)
+            if msg["type"] == codec.I_SEE_YOU:
+                got = (msg, src)
+    finally:
+        s.close()
+    assert got is not None, "no I_SEE_YOU from the flashed firmware"
+    msg, src = got
+    assert src == (rid, 2048)
+    assert codec.int2ip(msg["router_identity"]["router_id"]) == rid

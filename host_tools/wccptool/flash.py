@@ -124,6 +124,16 @@ else:
     os.chdir(_s)
     if _s not in sys.path:
         sys.path.insert(1, _s)
+    # the firmware's main.py takes its config as an argument on the unix port
+    sys.argv[:] = [_s + "/%(name)s"]
+    try:
+        os.stat(_s + "/config.json")
+        sys.argv.extend(["--config", _s + "/config.json"])
+    except OSError:
+        pass
+    if sys.platform in ("linux", "darwin"):
+        sys.argv.extend(["--state-dir", "/"])
+    __file__ = _s + "/%(name)s"
     with open(_s + "/%(name)s") as _f:
         _src = _f.read()
     del _f
@@ -475,19 +485,29 @@ class Flasher:
                 try:
                     with urllib.request.urlopen(url, timeout=2) as r:
                         st = json.loads(r.read().decode())
-                    ver = st.get("version")
-                    self.progress("up: %s answers, version %s, state %s" % (url, ver, st.get("state", "?")))
+                    ver = (st.get("app") or {}).get("version") or st.get("firmware_version")
+                    groups = st.get("groups")
+                    state = st.get("state") or ("%d service group(s), router id %s" % (
+                        len(groups), st.get("router_id", "?")) if isinstance(groups, list) else "?")
+                    self.progress("up: %s answers, version %s, state: %s" % (url, ver or "?", state))
                     if ver is not None and ver != self.manifest["version"]:
                         raise FlashError("the board runs version %s, flashed %s" % (ver, self.manifest["version"]))
-                    return st
+                    if ver is not None or self.check == "status":
+                        return st
+                    status = st
+                    break
                 except FlashError:
                     raise
                 except Exception as e:  # noqa: BLE001 - not up yet
                     last = e
                     time.sleep(0.3)
-            if self.check == "status":
-                raise FlashError("firmware did not answer on %s: %s" % (url, last))
-            self.progress("up: %s not reachable from this host (%s); checking over the REPL" % (url, last))
+            else:
+                if self.check == "status":
+                    raise FlashError("firmware did not answer on %s: %s" % (url, last))
+                self.progress("up: %s not reachable from this host (%s); checking over the REPL" % (url, last))
+                status = None
+        else:
+            status = None
         if self.check == "none":
             return None
         # over the REPL: interrupt, read the version of the active slot, restart the firmware
@@ -503,6 +523,9 @@ class Flasher:
             self.t.exec_raw_no_follow("import machine; machine.reset()")
         except Exception:  # noqa: BLE001
             pass
+        if status is not None:
+            st["status"] = status
+            self.progress("restart: machine.reset() after the REPL check")
         return st
 
     def run(self):
