@@ -85,7 +85,8 @@ module wccp_rxq #(
     localparam BW = BUF_AW + 11 + 48 + 48 + 1 + 16 + 1 + 1 + 8 + 32 + 32 + 16 + 16 + 16 + 4 + 32 + 8 + 16 + 16;
     reg [BW-1:0] q [0:(1 << QAW) - 1];
     reg [QAW:0]  qw, qr;
-    wire         q_full = (qw - qr) == (1 << QAW);
+    wire [QAW:0] q_used = qw - qr;
+    wire         q_full = q_used[QAW];
     assign q_valid = (qw != qr);
     assign {q_start, q_flen, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_ok, q_proto, q_sip,
             q_dip, q_sport, q_dport, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
