@@ -26,7 +26,7 @@ APPL_MAC = mac("02:61:00:00:00:aa")
 GW_MAC = mac("02:61:00:00:00:fe")
 CACHES = [("10.61.1.11", "02:61:01:00:00:11", FWD_GRE, RET_GRE), ("10.61.1.12", "02:61:01:00:00:12", FWD_L2, RET_L2),
           ("10.61.1.13", "02:61:01:00:00:13", FWD_GRE, RET_GRE)]
-_PORTS = {"rtl": 7100, "model": 7150}
+_PORTS = {"rtl": 7100, "model": 7150, "rtl-spi": 7200}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,6 +36,8 @@ def _rtl_built():
 
 def _start(fpga, tmp_path, test, **kw):
     p = _PORTS[fpga] + 10 * test
+    if fpga == "rtl-spi":               # SPI transactions clocked bit by bit into the SPI slave
+        fpga, kw["bus"] = "rtl", "spi"
     return twin.start(fpga=fpga, spi="127.61.1.1:%d" % p, frames="127.61.1.1:%d" % (p + 1),
                       log_file=str(tmp_path / "twin.log"), **kw)
 
@@ -59,7 +61,7 @@ def _program(targets, buckets, mask_sets):
         t.heartbeat()
 
 
-@fpga_param()
+@pytest.mark.parametrize("fpga", ["rtl", "rtl-spi", "model"])
 def test_driver_programs_twin_and_frames_match_model(fpga, tmp_path):
     rng = random.Random(6101)
     buckets = bytes(rng.choice([0, 1, 2, 0xFF, 0x80 | 1]) for _ in range(256))

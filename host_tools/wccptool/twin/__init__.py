@@ -103,7 +103,8 @@ class Twin:
 
 
 def _args(cfg):
-    a = ["--fpga", cfg["fpga"], "--sim", cfg.get("sim", "verilator"), "--spi", cfg["spi"]]
+    a = ["--fpga", cfg["fpga"], "--sim", cfg.get("sim", "verilator"), "--spi", cfg["spi"],
+         "--bus", cfg.get("bus", "regbus")]
     if cfg.get("frames"):
         a += ["--frames", cfg["frames"]]
     for key, opt in (("pcap_in", "--pcap-in"), ("pcap_out", "--pcap-out"), ("taps", "--tap")):
@@ -126,7 +127,7 @@ def build(sim="verilator", log=print):
     return rtl.build(sim, {"clk_per_us": DEFAULT_CLK_PER_US}, log=log)
 
 
-def start(fpga="rtl", sim="verilator", spi="127.0.0.1:7470", frames=None, pcap_in=None, pcap_out=None,
+def start(fpga="rtl", sim="verilator", bus="regbus", spi="127.0.0.1:7470", frames=None, pcap_in=None, pcap_out=None,
           taps=None, netns=None, pcap_in_delay=0.0, clk_per_us=None, log_file=None, verbose=False,
           spi_log=None, ready_timeout=READY_TIMEOUT):
     """Start the twin service and wait until its sockets listen. Returns a Twin.
@@ -145,7 +146,7 @@ def start(fpga="rtl", sim="verilator", spi="127.0.0.1:7470", frames=None, pcap_i
             taps[p] = name
     tmp = tempfile.TemporaryDirectory(prefix="wccp-twin-")
     ready_file = os.path.join(tmp.name, "ready.json")
-    cfg = {"fpga": fpga, "sim": sim, "spi": spi, "frames": frames,
+    cfg = {"fpga": fpga, "sim": sim, "bus": bus, "spi": spi, "frames": frames,
            "pcap_in": {str(k): str(v) for k, v in (pcap_in or {}).items()},
            "pcap_out": {str(k): str(v) for k, v in (pcap_out or {}).items()},
            "taps": {str(k): str(v) for k, v in (taps or {}).items()},

@@ -24,6 +24,9 @@ def parser():
     ap = argparse.ArgumentParser(prog="python -m wccptool.twin", description="WCCP appliance twin: simulated FPGA")
     ap.add_argument("--fpga", choices=("rtl", "model"), default="rtl")
     ap.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
+    ap.add_argument("--bus", choices=("regbus", "spi"), default="regbus",
+                    help="RTL: execute SPI transactions on the register bus (default, fast) or clock "
+                         "them bit by bit into the SPI slave pins")
     ap.add_argument("--spi", default="127.0.0.1:7470", help="SPI socket: HOST:PORT or a UNIX path")
     ap.add_argument("--frames", default=None, help="frame socket: HOST:PORT or a UNIX path")
     ap.add_argument("--pcap-in", action="append", metavar="PORT=FILE")
@@ -42,7 +45,7 @@ def parser():
 
 def config_from_args(a):
     from wccptool.twin import DEFAULT_CLK_PER_US
-    return {"fpga": a.fpga, "sim": a.sim, "spi": a.spi, "frames": a.frames,
+    return {"fpga": a.fpga, "sim": a.sim, "bus": a.bus, "spi": a.spi, "frames": a.frames,
             "pcap_in": _port_map(a.pcap_in, "--pcap-in"), "pcap_in_delay": a.pcap_in_delay,
             "pcap_out": _port_map(a.pcap_out, "--pcap-out"), "taps": _port_map(a.tap, "--tap"),
             "clk_per_us": a.clk_per_us or DEFAULT_CLK_PER_US, "ready_file": a.ready_file,

@@ -87,9 +87,12 @@ class _Port:
 
 
 class _Spi:
-    def __init__(self, dut, half):
+    def __init__(self, dut, half, regbus):
         self.dut = dut
         self.half = half
+        self.regbus = regbus
+        self.mosi = b""
+        dut.bus_mode.value = 1 if regbus else 0
         self.req = 0
         self.client = None
         self.nbytes = 0
@@ -111,15 +114,34 @@ class _Spi:
         self.dut.spi_req.value = self.req
         self.client = client
         self.nbytes = n
+        self.mosi = bytes(mosi)
+        self.waited = 0
 
     def cycles_left(self):
-        return self.nbytes * 16 * self.half + 4 * self.half + 24
+        if self.regbus:
+            est = (self.nbytes // 4) * (6 if self.mosi[:1] == b"\x03" else 2) + 16
+        else:
+            est = self.nbytes * 16 * self.half + 4 * self.half + 24
+        n = max(16, est - self.waited)
+        self.waited += n
+        return n
 
     def done(self):
         return self.client is not None and int(self.dut.spi_ack.value) == self.req
 
     def result(self):
         n = self.nbytes
+        if self.regbus:
+            miso = bytearray(n)
+            if n >= 9 and self.mosi[0] == 0x03:
+                for i in range((n - 5) // 4):
+                    h = self._rx.get(i)
+                    if h is None:
+                        h = self._rx[i] = self.dut.rb_rx[i]
+                    miso[5 + 4 * i:9 + 4 * i] = int(h.value).to_bytes(4, "big")
+            c = self.client
+            self.client = None
+            return c, bytes(miso)
         words = []
         for i in range((n + 3) // 4):
             h = self._rx.get(i)
@@ -143,7 +165,7 @@ async def twin(dut):
         Clock(dut.clk, CLK_NS, unit="ns").start()     # GPI clock (C++), no Python per edge
     # (Icarus: generated inside twin_top, TWIN_INTERNAL_CLOCK)
     ports = [_Port(dut, p, nslot) for p in range(2)]
-    spi = _Spi(dut, half)
+    spi = _Spi(dut, half, cfg.get("bus", "regbus") == "regbus")
     dut.rst.value = 1
     await Timer(20 * CLK_NS, "ns")
     dut.rst.value = 0

@@ -39,8 +39,9 @@ module twin_top #(
     output wire [31:0] cap0_drop /*verilator public_flat_rw*/,
     output wire [31:0] cap1_drop /*verilator public_flat_rw*/,
     input  wire [15:0] spi_req /*verilator public_flat_rw*/,
-    output reg  [15:0] spi_ack /*verilator public_flat_rw*/,
+    output wire [15:0] spi_ack /*verilator public_flat_rw*/,
     input  wire [11:0] spi_len /*verilator public_flat_rw*/,
+    input  wire        bus_mode /*verilator public_flat_rw*/,    // 0: SPI pins, 1: register bus
     output wire        redirect_active /*verilator public_flat_rw*/
 );
 `ifdef TWIN_INTERNAL_CLOCK
@@ -59,6 +60,9 @@ module twin_top #(
     wire       miso;
     wire [31:0] dbg_rdata;
     wire        dbg_rvalid;
+    reg  [23:0] rb_addr;
+    reg         rb_wr, rb_rd;
+    reg  [31:0] rb_wdata;
 
     fpga_core #(.CLK_PER_US(CLK_PER_US)) core (
         .clk(cclk), .rst(rst),
@@ -67,7 +71,7 @@ module twin_top #(
         .gmii1_rxd(rxd1), .gmii1_rx_dv(rxdv1), .gmii1_rx_er(1'b0),
         .gmii1_txd(txd1), .gmii1_tx_en(txen1), .gmii1_tx_er(txer1),
         .spi_sck(sck), .spi_cs_n(cs_n), .spi_mosi(mosi), .spi_miso(miso),
-        .dbg_reg_addr(24'd0), .dbg_reg_wr(1'b0), .dbg_reg_wdata(32'd0), .dbg_reg_rd(1'b0),
+        .dbg_reg_addr(rb_addr), .dbg_reg_wr(rb_wr), .dbg_reg_wdata(rb_wdata), .dbg_reg_rd(rb_rd),
         .dbg_reg_rdata(dbg_rdata), .dbg_reg_rvalid(dbg_rvalid),
         .redirect_active(redirect_active));
 
@@ -85,6 +89,10 @@ module twin_top #(
     // ---------------- SPI master ----------------
     reg [31:0] spi_tx [0:SPI_WORDS-1] /*verilator public_flat_rw*/;   // written by Python only
     reg [31:0] spi_rx [0:SPI_WORDS-1] /*verilator public_flat_rd*/;
+    reg [31:0] rb_rx [0:SPI_WORDS-1] /*verilator public_flat_rd*/;
+    reg [15:0] sm_ack;
+    wire [15:0] rb_ack_w;
+    assign spi_ack = bus_mode ? rb_ack_w : sm_ack;
     reg [2:0]  sst;
     reg [11:0] sbyte;
     reg [2:0]  sbit;
@@ -99,15 +107,16 @@ module twin_top #(
             sck <= 1'b0;
             cs_n <= 1'b1;
             mosi <= 1'b0;
-            spi_ack <= 16'd0;
+            sm_ack <= 16'd0;
             sbyte <= 12'd0;
             sbit <= 3'd0;
             shalf <= 8'd0;
             rxb <= 8'd0;
         end else begin
             case (sst)
-            SS_IDLE: if (spi_req != spi_ack) begin
-                if (spi_len == 12'd0) spi_ack <= spi_req;
+            SS_IDLE: if (!bus_mode && spi_req != sm_ack) begin
+                if (bus_mode) ;
+                else if (spi_len == 12'd0) sm_ack <= spi_req;
                 else begin
                     cs_n <= 1'b0;
                     sst <= SS_CS;
@@ -158,9 +167,81 @@ module twin_top #(
             default: begin                    // CS high long enough for the slave to see it
                 shalf <= shalf + 8'd1;
                 if (shalf == 8'd7) begin
-                    spi_ack <= spi_req;
+                    sm_ack <= spi_req;
                     sst <= SS_IDLE;
                 end
+            end
+            endcase
+        end
+    end
+
+    // ---------------- register-bus engine (bus_mode = 1) ----------------
+    // Executes the same transaction bytes on fpga_core's register bus (dbg_reg_*), i.e. what
+    // the SPI slave would do after deserialising them: one word per 2 cycles instead of 32
+    // SCLK periods. Read data word i goes to spi_rx[i] (Python adds the 5 leading MISO bytes).
+    reg [2:0]  rst_st;
+    reg [9:0]  rb_i, rb_n;
+    reg        rb_read;
+    reg [4:0]  rb_t;
+    localparam RB_IDLE = 3'd0, RB_HDR = 3'd1, RB_W = 3'd2, RB_R = 3'd3, RB_RW = 3'd4, RB_GAP = 3'd5;
+    reg [15:0] rb_ack;
+    assign rb_ack_w = rb_ack;
+    always @(posedge cclk) begin
+        rb_wr <= 1'b0;
+        rb_rd <= 1'b0;
+        if (rst) begin
+            rst_st <= RB_IDLE;
+            rb_ack <= 16'd0;
+            rb_addr <= 24'd0;
+            rb_wdata <= 32'd0;
+            rb_i <= 10'd0;
+            rb_n <= 10'd0;
+            rb_read <= 1'b0;
+            rb_t <= 5'd0;
+        end else begin
+            case (rst_st)
+            RB_IDLE: if (bus_mode && spi_req != rb_ack) rst_st <= RB_HDR;
+            RB_HDR: begin
+                rb_addr <= spi_tx[0][23:0];
+                rb_i <= 10'd0;
+                if (spi_len >= 12'd8 && spi_tx[0][31:24] == 8'h02) begin
+                    rb_n <= spi_len[11:2] - 10'd1;
+                    rst_st <= RB_W;
+                end else if (spi_len >= 12'd9 && spi_tx[0][31:24] == 8'h03) begin
+                    rb_n <= (spi_len[11:0] - 12'd5) >> 2;
+                    rst_st <= RB_R;
+                end else rst_st <= RB_GAP;
+            end
+            RB_W: begin
+                if (rb_i == rb_n) rst_st <= RB_GAP;
+                else if (!rb_wr) begin
+                    rb_wr <= 1'b1;
+                    rb_wdata <= spi_tx[rb_i + 10'd1];
+                end else begin
+                    rb_addr <= rb_addr + 24'd1;
+                    rb_i <= rb_i + 10'd1;
+                end
+            end
+            RB_R: begin
+                if (rb_i == rb_n) rst_st <= RB_GAP;
+                else begin
+                    rb_rd <= 1'b1;
+                    rb_t <= 5'd0;
+                    rst_st <= RB_RW;
+                end
+            end
+            RB_RW: begin                          // wait for rvalid (give up after 24 cycles: 0)
+                rb_t <= rb_t + 5'd1;
+                if ((dbg_rvalid && rb_t != 5'd0) || rb_t == 5'd24) begin
+                    rb_rx[rb_i] <= dbg_rvalid ? dbg_rdata : 32'd0;
+                    rb_i <= rb_i + 10'd1;
+                    rb_addr <= rb_addr + 24'd1;
+                    rst_st <= RB_R;
+                end
+            end
+            default: begin
+                rb_ack <= spi_req;
+                rst_st <= RB_IDLE;
             end
             endcase
         end

@@ -1,0 +1,186 @@
+"""The whole appliance as a digital twin: the real firmware (firmware/main.py under the
+MicroPython unix port, data plane = wccp.fpga.FpgaDataPlane over the twin's SPI socket)
+drives the simulated FPGA (RTL fpga_core on Verilator, or the fast mode); emulated caches
+(wccptool.cachesim) join over loopback UDP.
+
+Checked end to end: the assignments appear in the FPGA's registers (read back through the
+socket); traffic injected on port 0 comes out redirected to the right cache (GRE for the
+hash group, L2 for the mask group) exactly as the reference model predicts from the
+firmware's own register writes (the twin's SPI log replayed into wccp.fwdmodel), other
+traffic passes; SIGKILL the firmware -> the watchdog fails open -> everything passes;
+restart -> the caches re-assign and redirection resumes.
+
+Addresses 127.61.2.x (rtl) / 127.61.3.x (model); twin ports 7300+, HTTP 18610+.
+"""
+import asyncio
+import random
+import time
+
+import pytest
+from twin_helpers import build_rtl, by_port, ether, ip2int, ipv4, mac, predict, tcp, udp
+
+from wccp import regmap as R
+from wccptool import cachesim as cs
+from wccptool import launch, twin
+from wccptool.twin.hub import read_spi_log, replay
+
+T = 0.5
+NET = {"rtl": 2, "model": 3}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _rtl_built():
+    build_rtl()
+
+
+def _fw_config(router, l2_cache):
+    return {"router_id": router, "addresses": [router], "timers": {"here_i_am_ms": int(T * 1000)},
+            "watchdog_ms": 1500,
+            "services": [{"id": 0, "type": "standard"},
+                         {"id": 91, "type": "dynamic", "forwarding": ["l2"], "return": ["l2"],
+                          "assignment": ["mask"], "l2_adjacent": [l2_cache]}]}
+
+
+def _slot_of(t, service_id):
+    for s in range(R.MAX_GROUPS):
+        ctrl, svc = t.read(R.GROUP_BASE + R.GROUP_STRIDE * s + R.GROUP_CTRL, 2)
+        if ctrl & 1 and (svc >> 8) & 0xFF == service_id:
+            return s, ctrl
+    return None, 0
+
+
+def _assigned(st, sid):
+    for g in st["groups"]:
+        if g["service_id"] == sid:
+            return g["assignment"] is not None and all(c["state"] == "usable" for c in g["caches"])
+    return False
+
+
+async def _poll(pred, timeout, what):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    last = None
+    while loop.time() < end:
+        try:
+            if await loop.run_in_executor(None, pred):
+                return
+        except (OSError, KeyError, ValueError) as e:
+            last = e
+        await asyncio.sleep(0.1)
+    raise AssertionError("timed out waiting for %s (last error %r)" % (what, last))
+
+
+@pytest.mark.parametrize("fpga", ["rtl", "model"])
+def test_firmware_caches_twin_redirect_failopen_restart(fpga, tmp_path):
+    n = NET[fpga]
+    router = "127.61.%d.1" % n
+    caches_gre = ["127.61.%d.11" % n, "127.61.%d.12" % n]
+    cache_l2 = "127.61.%d.13" % n
+    cache_macs = {a: mac("02:61:%02x:00:00:%02x" % (n, 0x11 + i)) for i, a in enumerate(caches_gre + [cache_l2])}
+    spi = "127.61.%d.1:%d" % (n, 7300 + 10 * n)
+    spi_log = tmp_path / "spi.log"
+    tw = twin.start(fpga=fpga, spi=spi, frames="127.61.%d.1:%d" % (n, 7301 + 10 * n), spi_log=spi_log,
+                    log_file=str(tmp_path / "twin.log"))
+    state = tmp_path / "state"
+    state.mkdir()
+    http_port = 18600 + 10 * n
+
+    def start_fw():
+        return launch.start_firmware(config=_fw_config(router, cache_l2), wccp_addr=[router], http_port=http_port,
+                                     state_dir=str(state), dataplane="fpga", extra_args=["--fpga-socket", spi],
+                                     timeout=60)
+
+    dyn = cs.dynamic_service(91, protocol=17, ports=[53], priority=50)
+    members = [cs.Member(a, [router], interval=T) for a in caches_gre]
+    members.append(cs.Member(cache_l2, [router], service=dyn, interval=T, assignment="mask", forwarding=2,
+                             return_method=2, masks=[{"dst_addr": 0x3}]))
+    rng = random.Random(6103)
+    gw_mac = mac("02:61:00:00:00:fe")
+
+    def learn_frames():
+        return [ether(gw_mac, cache_macs[a], ipv4(ip2int(a), ip2int("10.61.9.9"), 6, tcp(3128, 40000 + i)))
+                for i, a in enumerate(caches_gre + [cache_l2])]
+
+    def client_frames():
+        out = []
+        for i in range(24):
+            src, dst = ip2int("10.61.5.%d" % (i + 1)), rng.getrandbits(32)
+            if i % 3 == 2:
+                pl = ipv4(src, dst, 17, udp(20000 + i, 53, b"query"))
+            elif i % 6 == 1:
+                pl = ipv4(src, dst, 6, tcp(20000 + i, 443))          # no group: passes
+            else:
+                pl = ipv4(src, dst, 6, tcp(20000 + i, 80, b"GET / HTTP/1.0\r\n\r\n"))
+            out.append(ether(gw_mac, mac("02:61:05:00:00:%02x" % i), pl))
+        return out
+
+    def check_redirection(fc, what):
+        """Learn the caches on port 1, then client traffic on port 0: equal to the model's
+        prediction from the firmware's register writes; some GRE and some L2 redirects."""
+        ref = replay(read_spi_log(spi_log)).model
+        assert ref.redirect_enabled(), what
+        gre = l2 = 0
+        for port, frames in ((1, learn_frames()), (0, client_frames())):
+            want = predict(ref, port, frames)
+            fc.send_many([(port, f) for f in frames])
+            got = by_port(fc.barrier())
+            assert got == want, "%s: port %d traffic differs from the model" % (what, port)
+            if port == 0:
+                for f in want[1]:
+                    if f[:6] == cache_macs[cache_l2]:
+                        l2 += 1
+                    elif f[:6] in (cache_macs[caches_gre[0]], cache_macs[caches_gre[1]]) and f[23] == 47:
+                        gre += 1
+        assert gre >= 4 and l2 >= 4, (what, gre, l2)
+
+    fw = start_fw()
+    t = tw.transport()
+    fc = tw.frame_client()
+
+    async def scenario():
+        nonlocal fw
+        async with cs.CacheSim(members):
+            await _poll(lambda: _assigned(fw.status(), 0) and _assigned(fw.status(), 91), 30, "both groups assigned")
+            # the assignment in the FPGA's registers
+            s0, ctrl0 = _slot_of(t, 0)
+            s91, ctrl91 = _slot_of(t, 91)
+            assert s0 is not None and s91 is not None and s0 != s91
+            assert (ctrl0 >> 1) & 3 == R.ASSIGN_HASH and (ctrl0 >> 16) & 0x3F == 2
+            assert (ctrl91 >> 1) & 3 == R.ASSIGN_MASK and (ctrl91 >> 8) & 7 == 1 and (ctrl91 >> 16) & 0x3F == 1
+            assert t.read(R.ROUTER_ID, 1)[0] == ip2int(router)
+            assert t.read(R.STATUS, 1)[0] & R.STATUS_ACTIVE
+            assert t.read(R.COMMIT, 1)[0] >= 1
+            await asyncio.get_running_loop().run_in_executor(None, check_redirection, fc, "first boot")
+            dpc = fw.status()["dataplane"]          # the firmware reads the FPGA's counters
+            assert dpc["redirect_gre"] >= 4 and dpc["redirect_l2"] >= 4, dpc
+
+            # power cut: no more heartbeats -> the watchdog fails open
+            fw.proc.kill()
+            fw.proc.wait(5)
+            fw.stop()
+            fw = None
+            t0 = time.monotonic()
+            await _poll(lambda: t.read(R.STATUS, 1)[0] & R.STATUS_WDT_EXPIRED, 15, "watchdog expiry")
+            assert time.monotonic() - t0 >= 0.5       # armed for 1.5 s; it does not expire at once
+            assert not t.read(R.STATUS, 1)[0] & R.STATUS_ACTIVE
+            frames = client_frames()
+            fc.send_many([(0, f) for f in frames])
+            assert by_port(fc.barrier()) == {0: [], 1: frames}     # everything passes unchanged
+
+            # restart: the caches re-join, re-assign, redirection resumes
+            commits = t.read(R.COMMIT, 1)[0]
+            fw = start_fw()
+            await _poll(lambda: _assigned(fw.status(), 0) and _assigned(fw.status(), 91), 30, "re-assigned")
+            await _poll(lambda: t.read(R.STATUS, 1)[0] & R.STATUS_ACTIVE, 10, "redirection active again")
+            assert t.read(R.COMMIT, 1)[0] > commits
+            await asyncio.get_running_loop().run_in_executor(None, check_redirection, fc, "after restart")
+
+    try:
+        asyncio.run(scenario())
+        assert "Traceback" not in (fw.log() if fw else "")
+    finally:
+        if fw is not None:
+            fw.stop()
+        t.close()
+        fc.close()
+        tw.stop()
