@@ -154,7 +154,8 @@ def register(subparsers):
     p = subparsers.add_parser("run", help="run the simulated appliance (firmware under MicroPython)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fpga", default="model", metavar="BACKEND",
-                   help="data plane back end: model (default; the reference model), none")
+                   help="data plane back end: model (default; the reference model), none, "
+                        "rtl (digital twin: the RTL on Verilator, docs/twin.md), rtl-icarus, twin-model")
     p.add_argument("--config", "-c", metavar="FILE", help="router config JSON (docs/config.md); default: embedded")
     p.add_argument("--wccp-addr", metavar="A[,B]", default=None,
                    help="WCCP listen address(es), replacing the config's (default 127.0.0.1 without --config)")

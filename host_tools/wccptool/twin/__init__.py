@@ -283,12 +283,22 @@ def _run_factory(Backend, fpga, sim):
             topo = nsmod.Topology(prefix=env["WCCP_TWIN_NETNS"] if env["WCCP_TWIN_NETNS"] != "1" else "wccp")
         if fpga == "rtl":
             print("wccp run: starting the RTL twin (%s; the first start builds it, ~1 min) ..." % sim, flush=True)
-        tw = start(fpga=fpga, sim=sim, spi=spi, frames=frames, pcap_out=pcap_out, netns=topo,
-                   log_file=env.get("WCCP_TWIN_LOG"))
+        log = env.get("WCCP_TWIN_LOG")
+        if not log:
+            state = getattr(args, "state_dir", None)
+            if not state:
+                from wccptool.cmd_run import DEFAULT_STATE
+                state = str(DEFAULT_STATE)
+            os.makedirs(state, exist_ok=True)
+            log = os.path.join(state, "twin.log")
+        tw = start(fpga=fpga, sim=sim, spi=spi, frames=frames, pcap_out=pcap_out, netns=topo, log_file=log,
+                   bus=env.get("WCCP_TWIN_BUS", "regbus"))
         what = ("RTL fpga_core under cocotb + %s" % sim) if fpga == "rtl" else "twin fast mode (register map + model)"
         lines = ["digital twin: %s, pid %d" % (what, tw.proc.pid),
                  "                 SPI socket %s (the firmware's FpgaDataPlane)" % spi,
                  "                 frame socket %s (wccptool.twin.FrameClient: inject/observe frames)" % frames]
+        if log:
+            lines.append("                 log %s" % log)
         if pcap_out:
             lines.append("                 pcap out %s" % ", ".join("port %s: %s" % kv for kv in sorted(pcap_out.items())))
         if tw.netns is not None:

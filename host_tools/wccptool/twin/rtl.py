@@ -108,5 +108,6 @@ def serve(cfg):
            "PYTHONPATH": os.pathsep.join([str(ROOT / "host_tools"), str(ROOT / "firmware")])}
     if not cfg.get("verbose"):
         env["COCOTB_LOG_LEVEL"] = "WARNING"
+        env["GPI_LOG_LEVEL"] = "WARNING"
     runner.test(hdl_toplevel="twin_top", hdl_toplevel_lang="verilog", test_module="wccptool.twin.rtl_sim", build_dir=bdir,
                 extra_env=env, results_xml=str(bdir / "results.xml"), timescale=("1ns", "1ps"))
