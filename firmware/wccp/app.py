@@ -18,6 +18,7 @@ sockets; this works on the unix port (raw sockaddr bytes) and on boards (lwIP tu
 """
 import json
 import socket
+import struct
 import sys
 import time
 
@@ -82,6 +83,16 @@ class Watchdog:
 
 
 def _sockaddr(ip, port):
+    """Socket address for bind/sendto without allocating much (no getaddrinfo per datagram).
+
+    The MicroPython unix port takes raw ``struct sockaddr_in`` bytes (Linux: family in host
+    order, port and address in network order); other ports and CPython take (ip, port)."""
+    if MICROPYTHON and sys.platform == "linux":
+        p = ip.split(".")
+        return struct.pack("<HHBBBB8x", socket.AF_INET, ((port & 0xFF) << 8) | (port >> 8),
+                           int(p[0]), int(p[1]), int(p[2]), int(p[3]))
+    if MICROPYTHON and sys.platform != "linux":
+        return (ip, port)
     if MICROPYTHON:
         return socket.getaddrinfo(ip, port)[0][-1]
     return (ip, port)
@@ -115,7 +126,6 @@ class App:
         self.router = Router(config, dataplane, ticks_ms(), storage=storage)
         self.socks = {}          # local address -> socket (unicast)
         self.mcast_socks = []    # (group address, socket)
-        self.addr_cache = {}
         self.stats = {"udp_rx": 0, "udp_tx": 0, "udp_tx_errors": 0, "udp_rx_errors": 0, "http_requests": 0,
                       "http_errors": 0, "ticks": 0}
         self.running = True
@@ -170,24 +180,13 @@ class App:
 
     def send(self, out):
         for dst, port, src, payload in out:
-            s = self.socks.get(src)
-            if s is None:
-                s = self.socks[self.cfg["addresses"][0]]
-            key = (dst, port)
-            a = self.addr_cache.get(key)
-            if a is None:
-                if len(self.addr_cache) > 256:
-                    self.addr_cache = {}
-                try:
-                    a = _sockaddr(dst, port)
-                except Exception:  # noqa: BLE001
-                    self.stats["udp_tx_errors"] += 1
-                    continue
-                self.addr_cache[key] = a
             try:
-                s.sendto(payload, a)
+                s = self.socks.get(src)
+                if s is None:
+                    s = self.socks[self.cfg["addresses"][0]]
+                s.sendto(payload, _sockaddr(dst, port))
                 self.stats["udp_tx"] += 1
-            except Exception:  # noqa: BLE001 - e.g. EAGAIN, unreachable: the protocol retries
+            except Exception:  # noqa: BLE001 - EAGAIN, unreachable, MemoryError: the protocol retries
                 self.stats["udp_tx_errors"] += 1
 
     def drain(self, s, local):
@@ -213,19 +212,28 @@ class App:
 
     async def reader(self, s, local):
         while self.running:
-            if _IOQ is not None:
-                await _readable(s)
-                self.drain(s, local)
-            else:
-                if not self.drain(s, local):
+            try:
+                if _IOQ is not None:
+                    await _readable(s)
+                    self.drain(s, local)
+                elif not self.drain(s, local):
                     await asyncio.sleep(0.002)
+            except Exception:  # noqa: BLE001 - e.g. MemoryError: never lose the socket's reader
+                self.stats["udp_rx_errors"] += 1
+                try:
+                    await asyncio.sleep(0.01)
+                except Exception:  # noqa: BLE001
+                    pass
 
     async def timers(self):
         period = self.router.next_deadline(ticks_ms())
         while self.running:
-            self.send(self.router.tick(ticks_ms()))
-            self.stats["ticks"] += 1
-            self.watchdog.feed()
+            try:
+                self.send(self.router.tick(ticks_ms()))
+                self.stats["ticks"] += 1
+                self.watchdog.feed()
+            except Exception:  # noqa: BLE001 - keep ticking (and feeding the watchdog)
+                self.stats["tick_errors"] = self.stats.get("tick_errors", 0) + 1
             await asyncio.sleep(period / 1000)
 
     # ------------------------------------------------------------ HTTP
