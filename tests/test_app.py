@@ -219,3 +219,48 @@ def test_docs_config_example_is_valid():
     example = re.search(r"```json\n(.*?)```", text, re.S).group(1)
     cfg = config.load(example)
     assert [s["id"] for s in cfg["services"]] == [0, 90]
+
+
+def test_multicast_group_join_and_scheduled_isy(tmp_path):
+    grp, rtr, cache = "224.0.0.91", "127.31.0.7", "127.31.0.8"
+    cfg = {"router_id": rtr, "addresses": [rtr], "timers": {"here_i_am_ms": 1000},
+           "services": [{"id": 0, "multicast": grp}]}
+    fw = start_firmware(cfg, wccp_addr=None, http_port=18135, http_addr=rtr, state_dir=str(tmp_path))
+    got = []
+    try:
+        assert fw.status()["app"]["multicast_groups"] == [grp]
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)       # the cache: sends to the group
+        tx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tx.bind((cache, 2048))
+        tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(cache))
+        rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)       # ... and listens on it
+        rx.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        rx.bind((grp, 2048))
+        rx.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(grp) + socket.inet_aton(cache))
+        rx.settimeout(3)
+        with tx, rx:
+            rid = 0
+            times = []
+            t0 = time.time()
+            while len(times) < 4 and time.time() - t0 < 10:
+                tx.sendto(tr.hia(cache, rid, router=rtr), (grp, 2048))
+                data, peer = rx.recvfrom(65535)
+                if peer[0] != rtr:
+                    continue                                     # our own HIA looped back
+                m = codec.decode(data)
+                assert m["type"] == 11 and peer == (rtr, 2048)
+                assert m["router_identity"]["sent_to"] == codec.ip2int(grp)
+                assert m["router_identity"]["received_from"] == [codec.ip2int(cache)]
+                got.append((grp, 2048, rtr, data))
+                times.append(time.time())
+                rid = m["router_identity"]["receive_id"]
+        assert len(times) == 4
+        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        assert all(0.5 < g < 1.5 for g in gaps), gaps                # 0.9 T +-10 %, plus scheduling
+        st = fw.status()
+        c = st["groups"][0]["caches"][0]
+        assert c["address"] == cache and c["state"] == "usable" and c["multicast"] is True
+        assert codec.decode(got[-1][3])["router_view"]["web_caches"][0]["address"] == codec.ip2int(cache)
+    finally:
+        fw.stop()
+    assert_datagrams_clean(got)

@@ -160,6 +160,13 @@ class App:
                 self.mcast_socks.append((grp, s))
             except Exception as e:  # noqa: BLE001 - unicast keeps working
                 self.log("wccp: cannot join multicast group %s: %s" % (grp, e))
+        if self.mcast_socks:
+            # multicast I_SEE_YOUs leave from the first address's interface (Linux IP_MULTICAST_IF)
+            try:
+                self.socks[self.cfg["addresses"][0]].setsockopt(
+                    0, getattr(socket, "IP_MULTICAST_IF", 32), _inet(self.cfg["addresses"][0]))
+            except Exception as e:  # noqa: BLE001
+                self.log("wccp: cannot set the multicast interface: %s" % e)
 
     def close(self):
         for s in self.socks.values():
