@@ -40,8 +40,8 @@ module fpga_core #(
     wire        reg_rvalid;
     wire [31:0] rg_rdata, cc_rdata, bc_rdata;
     wire        rg_rvalid, cc_rvalid, bc_rvalid, cc_rd, bc_rd;
-    assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid;
-    assign reg_rdata = cc_rvalid ? cc_rdata : (bc_rvalid ? bc_rdata : rg_rdata);
+    assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid | st_rvalid;
+    assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : st_rvalid ? st_rdata : rg_rdata;
     wire        dbg_sel = dbg_reg_wr | dbg_reg_rd;
     wire [23:0] reg_addr  = dbg_sel ? dbg_reg_addr : spi_addr;
     wire        reg_wr    = dbg_reg_wr | spi_wr;
@@ -105,9 +105,17 @@ module fpga_core #(
         .live(live), .copy_start(copy_start), .copy_busy(|copy_busy), .hold(hold),
         .engines_busy(|busy), .t_wr(t_wr), .t_sel(t_sel), .t_addr(t_addr), .t_data(t_data),
         .ln_wr(rg_ln_wr), .ln_idx(rg_ln_idx), .ln_data(rg_ln_data), .ln_ack(ln_ack_rg),
-        .ev_rx(ev_rx), .ev_rx_len(ev_rx_len), .ev_drop(ev_drop), .ev_tx(ev_tx), .ev_tx_len(ev_tx_len),
-        .ev_cause(ev_cause), .ev_slot(ev_slot), .ev_slot_idx(ev_slot_idx), .ev_bytes(ev_bytes),
+.st_rd(st_rd), .st_word(st_word), .st_hi(st_hi),
         .cc_rd(cc_rd), .bc_rd(bc_rd));
+
+    wire        st_rd, st_hi, st_rvalid;
+    wire [5:0]  st_word;
+    wire [31:0] st_rdata;
+    wccp_stats stats (
+        .clk(clk), .rst(rst), .ev_rx(ev_rx), .ev_rx_len(ev_rx_len), .ev_drop(ev_drop), .ev_tx(ev_tx),
+        .ev_tx_len(ev_tx_len), .ev_cause(ev_cause), .ev_slot(ev_slot), .ev_slot_idx(ev_slot_idx),
+        .ev_bytes(ev_bytes), .rd(st_rd), .rd_word(st_word), .rd_hi(st_hi), .rdata(st_rdata),
+        .rvalid(st_rvalid));
     assign redirect_active = active;
 
     // ---------------- per receive port: queue, decision, builder ----------------

@@ -42,9 +42,22 @@ module wccp_cnt_ram #(
         for (i = 0; i < (1 << AW); i = i + 1) mem[i] = {DW{1'b0}};
     end
 
+    // after reset: clear every word (one per cycle) before counting
+    reg          clearing;
+    reg [AW-1:0] cidx;
     always @(posedge clk) begin
-        if (we) mem[waddr] <= wdata;
+        if (clearing) mem[cidx] <= {DW{1'b0}};
+        else if (we) mem[waddr] <= wdata;
         q <= mem[raddr];
+    end
+    always @(posedge clk) begin
+        if (rst) begin
+            clearing <= 1'b1;
+            cidx <= {AW{1'b0}};
+        end else if (clearing) begin
+            cidx <= cidx + 1'b1;
+            if (&cidx) clearing <= 1'b0;
+        end
     end
 
     wire [DW-1:0] inc;
@@ -74,7 +87,9 @@ module wccp_cnt_ram #(
             if (rd) begin ph <= 1'b1; ph_idx <= rd_idx; ph_hi <= rd_hi; end
             case (op)
             2'd0: begin
-                if (ph) begin
+                if (clearing) begin
+                    // hold pending events until the RAM is cleared
+                end else if (ph) begin
                     op <= 2'd1; op_hi <= ph_hi; ph <= rd;
                 end else if (p0) begin
                     op <= 2'd2; op_b <= p0_b; waddr <= p0_idx; p0 <= ev0;

@@ -86,10 +86,11 @@ module wccp_decide #(
     localparam C_NOTRED = 0, C_FROMC = 1, C_UNASS = 2, C_UNKN = 3, C_TOOBIG = 4, C_RET = 5,
                C_L2 = 6, C_GRE = 7, C_LEARN = 8, C_RETBAD = 9;
 
-    localparam S_IDLE = 4'd0, S_CLASS = 4'd1, S_SISSUE = 4'd2, S_SCHK = 4'd3, S_SLEARN = 4'd4,
-               S_DEC = 4'd5, S_B1 = 4'd6, S_B2 = 4'd7, S_M0 = 4'd8, S_M1 = 4'd9, S_M2 = 4'd10,
-               S_CIDX = 4'd11, S_C = 4'd12, S_OUT = 4'd13, S_GRE = 4'd14, S_MA = 4'd15;
-    reg [3:0] state;
+    localparam S_IDLE = 5'd0, S_CLASS = 5'd1, S_SISSUE = 5'd2, S_SCHK = 5'd3, S_SLEARN = 5'd4,
+               S_DEC = 5'd5, S_B1 = 5'd6, S_B2 = 5'd7, S_M0 = 5'd8, S_M1 = 5'd9, S_M2 = 5'd10,
+               S_CIDX = 5'd11, S_C = 5'd12, S_OUT = 5'd13, S_GRE = 5'd14, S_MA = 5'd15,
+               S_CLASS2 = 5'd16, S_H = 5'd17, S_MT = 5'd18, S_GRE2 = 5'd19, S_GRE3 = 5'd20;
+    reg [4:0] state;
     assign busy = (state != S_IDLE);
 
     // latched bundle
@@ -128,6 +129,7 @@ module wccp_decide #(
     end
 
     reg [2:0] msl;
+    reg [7:0] smatch_r;
     reg       mfound;
     reg [2:0] first_slot;
     reg       any_slot;
@@ -135,15 +137,14 @@ module wccp_decide #(
         first_slot = 3'd0;
         any_slot = 1'b0;
         for (s = 7; s >= 0; s = s - 1)
-            if (smatch[s]) begin
+            if (smatch_r[s]) begin
                 first_slot = s[2:0];
                 any_slot = 1'b1;
             end
     end
 
-    wire [31:0] m_ctrl  = grp_ctrl[msl*32 +: 32];
-    wire [31:0] m_svc   = grp_svc[msl*32 +: 32];
-    wire [31:0] m_flags = grp_flags[msl*32 +: 32];
+    reg  [31:0] m_ctrl, m_svc, m_flags;
+    reg  [5:0]  sc_ncache;
     wire [1:0]  m_assign = m_ctrl[2:1];
     wire [2:0]  m_nsets  = m_ctrl[10:8];
     wire [5:0]  m_ncache = m_ctrl[21:16];
@@ -206,11 +207,15 @@ module wccp_decide #(
     // outer IPv4 header checksum for GRE
     wire [15:0] gre_tl = f_totlen + 16'd28;
     reg  [31:0] cache_ip;
-    wire [19:0] csum0 = 20'h04500 + {4'd0, gre_tl} + 20'h04000 + 20'h0402F +
-                        {4'd0, router_id[31:16]} + {4'd0, router_id[15:0]} +
-                        {4'd0, cache_ip[31:16]} + {4'd0, cache_ip[15:0]};
-    wire [16:0] csum1 = {1'b0, csum0[15:0]} + {13'd0, csum0[19:16]};
+    // pipelined: rid_sum (every cycle), s1/s2 (S_GRE), s3 (S_GRE2), fold (S_GRE3)
+    reg  [19:0] rid_sum, cs1, cs2, cs3;
+    reg  [15:0] gre_tl_r;
+    always @(posedge clk) rid_sum <= 20'h0C52F + {4'd0, router_id[31:16]} + {4'd0, router_id[15:0]};
+    wire [16:0] csum1 = {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
     wire [15:0] csum  = ~(csum1[15:0] + {15'd0, csum1[16]});
+    // GRE-return checks registered in S_CLASS
+    reg         r_ret_hit, r_ret_bad;
+    reg  [10:0] r_dec_off, r_il;
 
     // scan state
     reg [2:0] sc_slot;
@@ -221,17 +226,32 @@ module wccp_decide #(
     reg       alt_used;
     reg [7:0] pb, ab;
     reg       is_hash;
-    wire [5:0] sc_ncache = grp_ctrl[sc_slot*32+16 +: 6];
 
     wire [31:0] rh = {6'd0, alt_used, (m_svc[7:0] == 8'd1), m_svc[15:8],
                       (alt_used ? ab : 8'd0), (is_hash ? pb : 8'd0)};
 
+    integer sk;
+    always @(*) begin
+        m_ctrl = 32'd0;
+        m_svc = 32'd0;
+        m_flags = 32'd0;
+        sc_ncache = 6'd0;
+        for (sk = 0; sk < 8; sk = sk + 1) begin
+            if (msl == sk[2:0]) begin
+                m_ctrl = grp_ctrl[sk*32 +: 32];
+                m_svc = grp_svc[sk*32 +: 32];
+                m_flags = grp_flags[sk*32 +: 32];
+            end
+            if (sc_slot == sk[2:0]) sc_ncache = grp_ctrl[sk*32 + 16 +: 6];
+        end
+    end
+
     // table read addresses (combinational: data is valid in the next state)
     always @(*) begin
         c_raddr  = (state == S_SISSUE) ? {sc_slot, sc_idx} : {msl, cidx[4:0]};
-        bk_raddr = (state == S_DEC) ? {msl, b1[7:2]} : {msl, ab[7:2]};
+        bk_raddr = (state == S_H) ? {msl, pb[7:2]} : {msl, ab[7:2]};
         mp_raddr = {msl, mset[1:0], state == S_M0};
-        mt_raddr = {msl, mset[1:0], midx[6:2]};
+        mt_raddr = {msl, mset[1:0], cidx[6:2]};
     end
 
     task set_normal;
@@ -268,19 +288,28 @@ module wccp_decide #(
                 end
             end
             S_CLASS: begin
-                msl <= first_slot;
-                mfound <= any_slot;
                 ipm <= 8'd0;
                 macm <= 8'd0;
                 sc_slot <= 3'd0;
                 sc_idx <= 5'd0;
                 act_start <= f_start;
+                smatch_r <= smatch;
+                gre_tl_r <= gre_tl;
+                r_ret_hit <= ret_hit;
+                r_ret_bad <= ret_bad;
+                r_dec_off <= l2len + p_rel[10:0];
+                r_il <= il[10:0];
                 act_flen <= f_flen;
                 ev_bytes <= {1'b0, f_flen} + 12'd4;
                 alt_used <= 1'b0;
                 is_hash <= 1'b0;
                 pb <= 8'd0;
                 ab <= 8'd0;
+                state <= S_CLASS2;
+            end
+            S_CLASS2: begin
+                msl <= first_slot;
+                mfound <= any_slot;
                 state <= f_ip_ok ? S_SISSUE : S_DEC;
             end
             S_SISSUE: begin
@@ -327,8 +356,8 @@ module wccp_decide #(
                     // not IPv4: forward, not counted
                 end else if (!f_ip_ok) begin
                     if (active) ev_cause[C_NOTRED] <= 1'b1;
-                end else if (ret_hit) begin
-                    if (ret_bad) begin
+                end else if (r_ret_hit) begin
+                    if (r_ret_bad) begin
                         act_drop <= 1'b1;
                         ev_cause[C_RETBAD] <= 1'b1;
                     end else begin
@@ -337,8 +366,8 @@ module wccp_decide #(
                         act_hdr <= f_vlan ?
                             {((nh_mac != 48'd0) ? nh_mac : f_dst), appl_mac, 16'h8100, f_tci, 16'h0800, 224'd0} :
                             {((nh_mac != 48'd0) ? nh_mac : f_dst), appl_mac, 16'h0800, 256'd0};
-                        act_src_off <= l2len + p_rel[10:0];
-                        act_copy_len <= il[10:0];
+                        act_src_off <= r_dec_off;
+                        act_copy_len <= r_il;
                     end
                 end else if (!active || !mfound) begin
                     // fail-open or no slot: forward normally
@@ -351,7 +380,7 @@ module wccp_decide #(
                         pb <= b1;
                         ab <= b2;
                         is_hash <= 1'b1;
-                        state <= S_B1;
+                        state <= S_H;
                     end else if (m_assign == 2'd2 && m_nsets != 3'd0) begin
                         mset <= 3'd0;
                         state <= S_MA;
@@ -360,6 +389,7 @@ module wccp_decide #(
                     end
                 end
             end
+            S_H: state <= S_B1;      // bucket read issued from the registered index
             S_B1: begin
                 ev_bucket <= 1'b1;
                 ev_bucket_idx <= pb;
@@ -391,8 +421,9 @@ module wccp_decide #(
             end
             S_M1: begin
                 cidx <= midx;
-                state <= S_M2;
+                state <= S_MT;
             end
+            S_MT: state <= S_M2;     // mask table read issued from the registered index
             S_M2: begin
                 if (bsel(mt_rdata, cidx[1:0]) != 8'hFF) begin
                     cidx <= bsel_lo7(mt_rdata, cidx[1:0]);
@@ -442,6 +473,15 @@ module wccp_decide #(
                 end
             end
             S_GRE: begin
+                cs1 <= rid_sum + {4'd0, gre_tl_r};
+                cs2 <= {4'd0, cache_ip[31:16]} + {4'd0, cache_ip[15:0]};
+                state <= S_GRE2;
+            end
+            S_GRE2: begin
+                cs3 <= cs1 + cs2;
+                state <= S_GRE3;
+            end
+            S_GRE3: begin
                 act_hlen <= f_vlan ? 6'd46 : 6'd42;
                 act_hdr <= f_vlan ?
                     {lr_mac, appl_mac, 16'h8100, f_tci, 16'h0800,

@@ -40,16 +40,10 @@ module wccp_regs #(
     output reg  [7:0]    ln_idx,
     output reg  [53:0]   ln_data,
     input  wire          ln_ack,
-    // counter events, per receive/transmit port (2 ports)
-    input  wire [1:0]    ev_rx,
-    input  wire [23:0]   ev_rx_len,
-    input  wire [7:0]    ev_drop,      // per port {overflow, oversize, bad_fcs, runt}
-    input  wire [1:0]    ev_tx,
-    input  wire [23:0]   ev_tx_len,
-    input  wire [21:0]   ev_cause,     // per port 11 bits (wccp_decide CAUSE order)
-    input  wire [1:0]    ev_slot,
-    input  wire [5:0]    ev_slot_idx,
-    input  wire [23:0]   ev_bytes,
+    // port/slot counters live in wccp_stats (block RAM): read strobe and word select
+    output wire          st_rd,
+    output wire [5:0]    st_word,
+    output wire          st_hi,
     // counter RAMs (per cache, per bucket): read strobes, data returned by the RAMs
     output wire          cc_rd,
     output wire          bc_rd
@@ -80,12 +74,39 @@ module wccp_regs #(
     wire        in_cc = (a >= `WCCP_CACHECNT_BASE) && (a < `WCCP_CACHECNT_BASE + 24'h200);
     wire        in_bc = (a >= `WCCP_BUCKETCNT_BASE) && (a < `WCCP_BUCKETCNT_BASE + 24'h800);
     assign cc_rd = reg_rd && in_cc;
+    // PORTCNT: a[5] port, a[4:0] offset (0/1 rx, 2/3 tx, 4.. single) ; SLOTCNT: a[6:4] slot, a[1] port, a[0] bytes
+    wire        in_pc = ({a[23:6], 6'd0} == `WCCP_PORTCNT_BASE) && (a[4:0] < 5'd18);
+    wire        in_sc = ({a[23:7], 7'd0} == `WCCP_SLOTCNT_BASE) && (a[3:2] == 2'd0);
+    wire        in_st = in_pc || in_sc;
+    assign st_rd = reg_rd && in_st;
+    wire [3:0]  pc_m2 = a[3:0] - 4'd2;   // offset - 2 (offsets 4..17)
+    assign st_word = in_sc ? {2'b10, a[6:4], a[1]} :
+                     {1'b0, a[5], (a[4:0] < 5'd4) ? {3'd0, a[1]} : pc_m2[3:0]};
+    assign st_hi = in_sc ? a[0] : (a[4:0] < 5'd4) ? a[0] : 1'b0;
     assign bc_rd = reg_rd && in_bc;
 
     // ---------------- counters ----------------
-    // counters are individual registers (generate blocks below), read through flat vectors
-    wire [64*32-1:0] pc_flat;      // port counters: port*32 + offset (offsets 0..17 used)
-    wire [32*32-1:0] sc_flat;      // slot counters: slot*4 + port*2 + {0 frames, 1 bytes}
+
+    // read multiplexers as explicit index compares (cheaper than variable part-selects)
+    reg [31:0] grp_rd;
+    integer k;
+    always @(*) begin
+        grp_rd = 32'd0;
+        for (k = 0; k < 8; k = k + 1) begin
+            if (g_slot == k[2:0]) begin
+                case (g_off)
+                5'd0: grp_rd = s_ctrl[k*32 +: 32];
+                5'd1: grp_rd = s_svc[k*32 +: 32];
+                5'd2: grp_rd = s_flags[k*32 +: 32];
+                5'd3: grp_rd = s_ports[k*128 + 96 +: 32];
+                5'd4: grp_rd = s_ports[k*128 + 64 +: 32];
+                5'd5: grp_rd = s_ports[k*128 + 32 +: 32];
+                5'd6: grp_rd = s_ports[k*128 +: 32];
+                default: ;
+                endcase
+            end
+        end
+    end
 
     always @(posedge clk) begin
         reg_rvalid <= 1'b0;
@@ -180,7 +201,7 @@ module wccp_regs #(
             end
 
             // ---- register reads ----
-            if (reg_rd && !in_cc && !in_bc) begin
+            if (reg_rd && !in_cc && !in_bc && !in_st) begin
                 reg_rvalid <= 1'b1;
                 reg_rdata <= 32'd0;
                 case (a)
@@ -198,21 +219,8 @@ module wccp_regs #(
                 `WCCP_MTU: reg_rdata <= {16'd0, s_mtu};
                 default: begin
                     if (in_group) begin
-                        case (g_off)
-                        5'd0: reg_rdata <= s_ctrl[g_slot*32 +: 32];
-                        5'd1: reg_rdata <= s_svc[g_slot*32 +: 32];
-                        5'd2: reg_rdata <= s_flags[g_slot*32 +: 32];
-                        5'd3: reg_rdata <= s_ports[g_slot*128 + 96 +: 32];
-                        5'd4: reg_rdata <= s_ports[g_slot*128 + 64 +: 32];
-                        5'd5: reg_rdata <= s_ports[g_slot*128 + 32 +: 32];
-                        5'd6: reg_rdata <= s_ports[g_slot*128 +: 32];
-                        default: ;
-                        endcase
+                        reg_rdata <= grp_rd;
                     end
-                    if ({a[23:6], 6'd0} == `WCCP_PORTCNT_BASE)
-                        reg_rdata <= pc_flat[a[5:0]*32 +: 32];
-                    if ({a[23:7], 7'd0} == `WCCP_SLOTCNT_BASE && a[3:2] == 2'd0)
-                        reg_rdata <= sc_flat[{a[6:4], a[1:0]}*32 +: 32];
                 end
                 endcase
             end
@@ -220,7 +228,7 @@ module wccp_regs #(
         end
     end
     // shadow group configuration and slot counters: constant-index registers per slot
-    genvar gs, gp;
+    genvar gs;
     generate
         for (gs = 0; gs < 8; gs = gs + 1) begin : g_slot_regs
             always @(posedge clk) begin
@@ -242,45 +250,8 @@ module wccp_regs #(
                     endcase
                 end
             end
-            for (gp = 0; gp < 2; gp = gp + 1) begin : g_slot_cnt
-                reg [31:0] nf, nb;
-                always @(posedge clk) begin
-                    if (rst) begin
-                        nf <= 32'd0;
-                        nb <= 32'd0;
-                    end else if (ev_slot[gp] && ev_slot_idx[gp*3 +: 3] == gs) begin
-                        nf <= nf + 32'd1;
-                        nb <= nb + {20'd0, ev_bytes[gp*12 +: 12]};
-                    end
-                end
-                assign sc_flat[(gs*4 + gp*2)*32 +: 32] = nf;
-                assign sc_flat[(gs*4 + gp*2 + 1)*32 +: 32] = nb;
-            end
         end
     endgenerate
 
-    wire unused_ok = &{1'b0, ev_cause[10], ev_cause[21]};
-    genvar gc;
-    generate
-        for (gp = 0; gp < 2; gp = gp + 1) begin : g_port_cnt
-            for (gc = 0; gc < 32; gc = gc + 1) begin : g_cnt
-                if (gc < 18) begin : g_used
-                    wire        en = (gc == 0 || gc == 1) ? ev_rx[gp] :
-                                     (gc == 2 || gc == 3) ? ev_tx[gp] :
-                                     (gc < 8) ? ev_drop[gp*4 + (gc - 4)] : ev_cause[gp*11 + (gc - 8)];
-                    wire [11:0] inc = (gc == 1) ? ev_rx_len[gp*12 +: 12] :
-                                      (gc == 3) ? ev_tx_len[gp*12 +: 12] : 12'd1;
-                    reg  [31:0] n;
-                    always @(posedge clk) begin
-                        if (rst) n <= 32'd0;
-                        else if (en) n <= n + {20'd0, inc};
-                    end
-                    assign pc_flat[(gp*32 + gc)*32 +: 32] = n;
-                end else begin : g_unused
-                    assign pc_flat[(gp*32 + gc)*32 +: 32] = 32'd0;
-                end
-            end
-        end
-    endgenerate
 endmodule
 `default_nettype wire

@@ -35,7 +35,7 @@ class RegBus:
         self.dut.dbg_reg_rd.value = 1
         await RisingEdge(self.clk)
         self.dut.dbg_reg_rd.value = 0
-        for _ in range(8):
+        for _ in range(4096):     # counter RAMs answer late while clearing after reset
             await ReadOnly()
             if int(self.dut.dbg_reg_rvalid.value):
                 v = int(self.dut.dbg_reg_rdata.value)

@@ -506,7 +506,7 @@ async def test_overflow(dut):
     dropped = sum(c["rx_overflow"])
     assert dropped > 0, "expected overflow drops"
     assert len(got) + dropped == 2 * n, (len(got), dropped)
-    assert sum(c["redirect_gre"]) == len(got)
+    assert sum(c["redirect_gre"]) == len(got), c
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
