@@ -86,6 +86,27 @@ def make_dataplane(name, opts=None):
     return ForwardingModel()
 
 
+def _board_up(raw, opts):
+    """Real boards: bring the wired network up (wccp.board, /board.json + /net.json); without
+    configured addresses the router listens on the board's address. Never fatal."""
+    try:
+        from wccp import board
+        defn = board.load()
+        net = None
+        try:
+            with open("/net.json") as f:
+                net = json.loads(f.read()).get("network")
+        except (OSError, ValueError, AttributeError):
+            net = None
+        nic = board.bring_up(defn, net)
+        if nic is not None and "addresses" not in raw:
+            raw["addresses"] = [nic.ifconfig()[0]]
+        if defn is not None and defn.get("fpga_spi") and "dataplane" not in opts:
+            opts["dataplane"] = "fpga"
+    except Exception as e:  # noqa: BLE001 - run with what we have; /status shows the rest
+        print("wccp: board bring-up failed: %s" % e)
+
+
 def main(argv):
     unix = sys.platform in ("linux", "darwin")
     opts = parse_args(argv)
@@ -104,9 +125,13 @@ def main(argv):
             raise SystemExit(2)
     if raw is None:
         raw = json.loads(json.dumps(wconfig.DEFAULT_CONFIG))
+        if not unix:
+            del raw["addresses"]      # a board listens on its own address (below)
     if not isinstance(raw, dict):
         print("wccp: config: must be a JSON object")
         raise SystemExit(2)
+    if not unix:
+        _board_up(raw, opts)
     if "wccp-addr" in opts:
         addrs = [a for a in opts["wccp-addr"].split(",") if a]
         raw["addresses"] = addrs
