@@ -53,11 +53,21 @@ def _runner(sim):
 
 
 def build(sim="verilator", cfg=None, force=False, log=print):
-    """Build the twin for `sim` unless an identical build exists. Returns the build dir."""
+    """Build the twin for `sim` unless an identical build exists. Returns the build dir.
+
+    Concurrent callers (parallel tests, several twins) serialise on a lock file."""
+    import fcntl
     cfg = cfg or {}
+    bdir = build_dir(sim, cfg.get("build_root"))
+    bdir.mkdir(parents=True, exist_ok=True)
+    with open(bdir.parent / (".%s.lock" % sim), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(sim, cfg, bdir, force, log)
+
+
+def _build_locked(sim, cfg, bdir, force, log):
     _env_path()
     params = parameters(cfg)
-    bdir = build_dir(sim, cfg.get("build_root"))
     stamp = bdir / "twin.stamp"
     want = _stamp(sim, params)
     if not force and stamp.exists() and stamp.read_text() == want:
@@ -80,7 +90,6 @@ def build(sim="verilator", cfg=None, force=False, log=print):
             cmds = orig()
             return [[a for a in c if a != "--public-flat-rw"] for c in cmds]
         runner._build_command = _cmd
-    bdir.mkdir(parents=True, exist_ok=True)
     if stamp.exists():
         stamp.unlink()
     runner.build(sources=sources(), includes=[RTL], hdl_toplevel="twin_top", build_dir=bdir,

@@ -185,6 +185,7 @@ async def twin(dut):
     quiet = QUIET_CYCLES            # cycles since the last port activity
     last_parent_check = wall0
     tx_bad = 0
+    rate = 100000.0
     while True:
         now = time.monotonic()
         if parent and now - last_parent_check > 0.5:
@@ -223,9 +224,14 @@ async def twin(dut):
             n = QUIET_CYCLES - quiet
         else:
             debt = (time.monotonic() - wall0) * cycles_per_s - (sim_cycles - cyc0)
-            n = int(min(max(debt, 0), MAX_SLICE))
+            # idle: catch up with the wall clock in slices of at most ~5 ms of wall time
+            n = int(min(max(debt, 0), MAX_SLICE, max(100, rate * 0.005)))
         if n > 0:
+            t_adv = time.monotonic()
             await Timer(n * CLK_NS, "ns")
+            dt = time.monotonic() - t_adv
+            if dt > 0 and n >= 100:
+                rate = 0.8 * rate + 0.2 * (n / dt)       # simulator speed, cycles per second
             sim_cycles += n
             quiet += n
         # outputs
@@ -251,6 +257,7 @@ async def twin(dut):
         hub.stats["capture_drops"] = drops
         hub.stats["sim_cycles"] = sim_cycles
         hub.stats["tx_er_frames"] = tx_bad
+        hub.stats["sim_rate"] = int(rate)
     hub.close()
 
 
