@@ -227,9 +227,13 @@ def _assigned_to(group, caches):
     return owners == set(caches)
 
 
-def _wait_assigned(fw, sid, caches, timeout=20):
+def _wait_assigned(fw, sid, caches, timeout=20, newer_than=None):
+    """Wait until service sid's assignment covers exactly `caches`; with newer_than (a group
+    status) it must also come from a later REDIRECT_ASSIGN (another Assignment Key)."""
     def ready():
         g = _group(fw.status(), sid)
+        if newer_than is not None and g["assignment_key"] == newer_than["assignment_key"]:
+            return None
         return g if _assigned_to(g, caches) else None
     return wait_for(ready, timeout, step=0.1, what="assignment of service %d to %s" % (sid, caches))
 
@@ -499,3 +503,36 @@ def test_debian_squid_gets_answers_but_never_assigns(scenario):
     log = sq.log()
     assert log.count("Incoming WCCPv2 I_SEE_YOU") >= 3, log[-3000:]
     assert "Ignoring WCCPv2 message" in log, log[-3000:]
+
+
+def test_squid_leaves_survivor_reassigns(scenario):
+    """One of two Squids dies (it never says goodbye): the firmware sends it a REMOVAL_QUERY,
+    removes it after 3 T of silence, bumps the member change number, and the surviving Squid
+    assigns every bucket to itself."""
+    s = scenario(18, [{"id": 0, "type": "standard"}])
+    fw = s.start_fw()
+    a, b = _net(18) + "2", _net(18) + "3"
+    s.squid(2)
+    sq_b = s.squid(3)
+    g1 = _wait_assigned(fw, 0, [a, b], timeout=25)
+    sq_b.stop()
+    t_dead = time.monotonic()
+    # at 3 T the firmware drops it from the held assignment at once (its buckets unassigned) ...
+    purged = wait_for(lambda: (lambda g: g if g["usable"] == 1 else None)(_group(fw.status(), 0)),
+                      15, step=0.1, what="removal of the dead cache")
+    assert time.monotonic() - t_dead >= 3 * T_MS / 1000.0 - 1.5       # not before its timeout
+    assert purged["assignment_key"] == g1["assignment_key"]
+    assert set(_bucket_owners(purged["assignment"])) <= {a, None}
+    # ... and the survivor's new REDIRECT_ASSIGN takes over
+    g2 = _wait_assigned(fw, 0, [a], timeout=25, newer_than=g1)
+    assert g2["member_change_number"] != g1["member_change_number"]
+    assert g2["counters"]["removals_timeout"] >= 1
+    ra = _accepted_ra(s.cap, s.router, g2)
+    assert ra["src"] == a
+    _assert_same_assignment(g2["assignment"], _ra_assignment(ra["msg"]))
+    assert set(_bucket_owners(g2["assignment"])) == {a}
+    rqs = [p for p in _wccp(s.cap, src=s.router) if p["msg"]["type"] == RQ]
+    assert rqs and all(p["dst"] == b for p in rqs)
+    assert rqs[0]["msg"]["router_query"]["target"] == codec.ip2int(b)
+    _check_wire(s.cap, s.router, [a, b], 0)
+    _squids_accepted_everything(s)
