@@ -588,3 +588,31 @@ def test_cli_rejects_bad_options():
         with pytest.raises(SystemExit) as e:
             cli.main(argv)
         assert e.value.code == 2
+
+
+def test_silent_router_stops_counting_after_3T():
+    r1, r2 = MiniRouter(R1), MiniRouter(R2)
+    ms = [mk("127.42.5.11", routers=(R1, R2)), mk("127.42.5.12", routers=(R1, R2))]
+    net = Net(ms, [r1, r2])
+    net.start()
+    net.run(5.0)
+    assert len(r1.accepted) == 1 and len(r2.accepted) == 1
+    # router 2 dies; a new cache joins router 1 only... it is seen by router 1 only
+    net.cut.add(R2)
+    late = mk("127.42.5.13", routers=(R1, R2))
+    late.start(net.now)
+    net.members.append(late)
+    net.run(7.0)
+    # within 3 T the dead router's stale view (without .13) still limits the assignment
+    assert [x["live"] for x in ms[0].state()["routers"]] == [True, True]
+    assert ms[0].ra_sent["caches"] == [ms[0].address, ms[1].address]
+    net.run(13.0)
+    assert [x["live"] for x in ms[0].state()["routers"]] == [True, False]
+    last = r1.accepted[-1]["assignment_info"]
+    assert [x["router_id"] for x in last["routers"]] == [R1]
+    assert last["web_caches"] == [ms[0].address, ms[1].address, late.address]
+    # router 2 comes back: it counts again and gets the next assignment
+    net.cut.discard(R2)
+    net.run(20.0)
+    assert [x["live"] for x in ms[0].state()["routers"]] == [True, True]
+    assert r2.accepted[-1]["assignment_info"]["web_caches"] == [ms[0].address, ms[1].address, late.address]

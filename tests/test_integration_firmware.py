@@ -256,7 +256,7 @@ def test_cache_failure_removal_query_purge_and_reassignment(tmp_path):
 
     sim = run_scenario(tmp_path, [r], main, ms)
     # removal happens 3T after the last valid HIA: between 2T and 3T (+ scheduling) after silence
-    assert 2 * T - 0.1 <= loop_t["removed"] - loop_t["silent"] <= 3 * T + 1.0
+    assert 2 * T - 0.1 <= loop_t["removed"] - loop_t["silent"] <= 3 * T + 2.0
     check_router_output(sim, tmp_path, "fail", min_frames=10)
 
 
@@ -267,13 +267,11 @@ def test_shutdown_removes_at_once_with_response(tmp_path):
     async def main():
         async with cs.CacheSim(ms, capture=True) as sim:
             await poll(lambda: status_matches(r.status(), ms[0]), 10, "first assignment")
-            loop = asyncio.get_running_loop()
-            t0 = loop.time()
             sim.shutdown("127.41.4.12")
             await poll(lambda: ms[1].routers[0].shutdown_response, 2, "SHUTDOWN_RESPONSE")
             await poll(lambda: "127.41.4.12" not in states(r.status()), 2, "removal")
-            assert loop.time() - t0 < 2 * T          # long before any timeout could remove it
             g = group(r.status())
+            # removed by the SHUTDOWN, not by the 3T timeout
             assert g["counters"]["removals_shutdown"] == 1 and g["counters"]["removals_timeout"] == 0
             ack = [codec.decode(p) for _t, _s, d, p in sim.received if d[0] == ms[1].address][-1]
             assert ack["command_extension"] == [{"type": 2, "data": ms[1].address}]
@@ -456,3 +454,29 @@ def test_cli_cache_sim_against_firmware(tmp_path):
     # Receive ID 0, the one warning a Squid-like first contact draws)
     assert_clean(pcap, allow=lambda f, text: f["type"] == 10 and text == "Receive ID shouldn't be 0",
                  min_frames=20)
+
+
+def test_router_failure_remaining_router_gets_new_assignment(tmp_path):
+    r1 = Firmware(tmp_path, "r1", fw_config("127.41.10.1"), 18481)
+    r2 = Firmware(tmp_path, "r2", fw_config("127.41.10.2"), 18482)
+    rs = ["127.41.10.1", "127.41.10.2"]
+    ms = members(["127.41.10.11", "127.41.10.12"], rs)
+    late = members(["127.41.10.13"], rs, first_delay=8 * T)
+
+    async def main():
+        async with cs.CacheSim(ms + late, capture=True) as sim:
+            await poll(lambda: all(status_matches(r.status(), ms[0]) for r in (r1, r2)), 10, "assignment on both")
+            await asyncio.get_running_loop().run_in_executor(None, r2.kill)
+            # .13 joins after router 2 is gone; once router 2 has been silent for 3 T the designated
+            # cache assigns .13 too, in an RA that lists router 1 only
+            three = ["127.41.10.11", "127.41.10.12", "127.41.10.13"]
+            await poll(lambda: status_matches(r1.status(), ms[0]) and
+                       group(r1.status())["assignment"]["caches"] == three, 15,
+                       "assignment including .13 on router 1")
+            ra = [codec.decode(p) for _t, _s, _d, p in sim.sent if codec.decode(p)["type"] == 12][-1]
+            assert [x["router_id"] for x in ra["assignment_info"]["routers"]] == [cs.ip2int("127.41.10.1")]
+            assert [x["live"] for x in ms[0].state()["routers"]] == [True, False]
+            return sim
+
+    sim = run_scenario(tmp_path, [r1, r2], main, ms + late)
+    check_router_output(sim, tmp_path, "rfail", min_frames=12)

@@ -34,7 +34,9 @@ Protocol behaviour (references are to /work/shared/wccp2-reference.md):
   heard from, the lowest address — numeric order by default; ``election="squid"``
   mimics Squid on little-endian hosts (raw network-order words compared as host
   integers, i.e. last octet most significant, §13).  Only a cache listed by every
-  router it has heard from can be designated.
+  router it has heard from can be designated.  A router silent for 3 T no longer
+  counts (views, election, RA router list) until it answers again; losing one
+  reschedules the assignment.
 * Assignment: when a router's member change number (or the set of caches seen
   by all routers) changes, the designated cache waits ``1.5 T`` and sends
   REDIRECT_ASSIGN to every router (§6.6).  Hash: Assignment Info (type 6), or
@@ -264,6 +266,8 @@ class Member:
         self.last_seen_change = {}      # router addr → member change number the RA schedule saw
         self.last_seen_caches = None
         self.assign_dirty = False       # a change happened that no RA has answered yet
+        self.now = 0.0
+        self.last_live = ()
         self.errors = []                # router misbehaviour observed (strict-cache checks)
         self.counters = {"hia_sent": 0, "isy_received": 0, "isy_dropped": 0, "ra_sent": 0,
                          "rq_received": 0, "other_received": 0, "decode_errors": 0}
@@ -340,7 +344,7 @@ class Member:
 
     def assignment_caches(self):
         """Caches listed by every router heard from, ordered by address; with weights."""
-        views = [r for r in self.routers if r.view_caches is not None]
+        views = self.live_routers()
         if not views:
             return []
         common = None
@@ -354,8 +358,30 @@ class Member:
         ordered = sorted(common)
         return [(a, weights[a]) for a in ordered]
 
+    def live_routers(self):
+        """Routers heard from within the last 3 T (a silent router stops counting: its stale
+        view no longer limits the caches assigned, and RAs no longer list it)."""
+        horizon = self.now - 3 * self.T
+        return [r for r in self.routers if r.view_caches is not None and r.last_isy is not None
+                and r.last_isy >= horizon]
+
+    def _check_router_liveness(self, now):
+        live = tuple(r.address for r in self.live_routers())
+        if live != self.last_live:
+            gone = [int2ip(a) for a in self.last_live if a not in live]
+            self.last_live = live
+            if gone:
+                self._event(now, "router-lost", routers=gone)
+                caches = tuple(a for a, _w in self.assignment_caches())
+                self.last_seen_caches = caches
+                if caches:
+                    self.assign_dirty = True
+                    if self.is_designated():
+                        self.ra_due = now + 1.5 * self.T
+                        self._event(now, "assign-scheduled", at=self.ra_due, reason="router lost")
+
     def is_designated(self):
-        heard = [r for r in self.routers if r.view_caches is not None]
+        heard = self.live_routers()
         if not heard:
             return False
         union = set()
@@ -369,7 +395,7 @@ class Member:
     def build_assignment(self):
         """Return (message bytes per router, description) for the current state, or None."""
         caches = self.assignment_caches()
-        routers = [r for r in self.routers if r.view_caches is not None]
+        routers = self.live_routers()
         if not caches or not routers:
             return None
         key = {"address": self.address, "change_number": self.ra_key_number}
@@ -409,6 +435,7 @@ class Member:
     # ----------------------------------------------------------------- driving
     def start(self, now):
         d = self.first_delay if self.first_delay is not None else 0.0
+        self.now = now
         self.next_hia = now + d
 
     def next_deadline(self):
@@ -423,6 +450,8 @@ class Member:
         return (router.address, self.build_here_i_am())
 
     def tick(self, now):
+        self.now = now
+        self._check_router_liveness(now)
         out = []
         if "silent" in self.misbehave or self.shutting_down:
             self.pending_query = []
@@ -462,9 +491,10 @@ class Member:
         self.ra_last_sent = now
         self.ra_count += 1
         self.assign_dirty = False
+        live = self.live_routers()
         out = []
         for r in self.routers:
-            if r.view_caches is None or (only is not None and r is not only):
+            if r not in live or (only is not None and r is not only):
                 continue
             self.counters["ra_sent"] += 1
             out.append((r.address, data))
@@ -484,6 +514,7 @@ class Member:
 
     def on_message(self, src, msg, raw, now):
         """Process a decoded message from ``src`` = (ip_int, port). Returns sends."""
+        self.now = now
         if "silent" in self.misbehave or self.shutting_down:
             # a shut-down cache still listens for SHUTDOWN_RESPONSE
             if self.shutting_down and msg.get("type") == I_SEE_YOU:
@@ -607,6 +638,7 @@ class Member:
         for x in self.routers:
             learnt.update(x.view_addresses())
         learnt = sorted(learnt)
+        self.last_live = tuple(x.address for x in self.live_routers())
         if learnt != self.known_caches:
             self.known_caches = learnt
             self.view_change_number += 1
@@ -657,6 +689,7 @@ class Member:
 
     # ----------------------------------------------------------------- state
     def state(self):
+        live = self.live_routers()
         return {
             "address": int2ip(self.address),
             "service": self.service["service_id"],
@@ -667,6 +700,7 @@ class Member:
             "routers": [{
                 "address": int2ip(r.address), "router_id": int2ip(r.router_id),
                 "receive_id": r.receive_id, "usable": bool(r.view_caches is not None and r.usable),
+                "live": r in live,
                 "member_change_number": r.member_change_number,
                 "view_caches": [int2ip(a) for a in r.view_addresses()],
                 "view_key": None if r.view_key is None else [int2ip(r.view_key[0]), r.view_key[1]],
@@ -787,8 +821,9 @@ class CacheSim:
             ep = self.endpoints.get(m.address)
             if ep is None:
                 ep = _Endpoint(self, m.address)
+                # no SO_REUSEADDR: a second emulator on the same address must fail loudly
+                # instead of silently sharing the datagrams
                 sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 sock.setblocking(False)
                 sock.bind((int2ip(m.address), m.wccp_port))
                 await loop.create_datagram_endpoint(lambda ep=ep: ep, sock=sock)
