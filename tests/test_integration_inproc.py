@@ -387,3 +387,26 @@ def test_one_cache_in_two_service_groups(tmp_path):
     assert group(r, 91)["definition"]["protocol"] == 17
     assert not any(m.errors for m in ms)
     b.check_tshark(tmp_path / "two.pcap", min_frames=20)
+
+
+def test_router_with_two_interfaces_answers_from_the_address_used(tmp_path):
+    cfg = config.load({"router_id": "127.61.15.9", "addresses": ["127.61.15.1", "127.61.15.2"],
+                       "timers": {"here_i_am_ms": 1000}, "services": [{"id": 0, "type": "standard"}]})
+    r = Router(cfg, ForwardingModel(), 0)
+    a = mk("127.61.15.11", ["127.61.15.1"])
+    b_ = mk("127.61.15.12", ["127.61.15.2"])
+    b = Bench([r], [a, b_])
+    b.start()
+    b.run(6.0)
+    # each cache hears from the interface it talks to (the emulator drops anything else) and
+    # learns the Router ID; the Router View lists the router once, by its ID
+    for m, iface in ((a, "127.61.15.1"), (b_, "127.61.15.2")):
+        st = m.state()["routers"][0]
+        assert st["address"] == iface and st["router_id"] == "127.61.15.9" and st["usable"]
+        assert not m.errors, m.errors
+    for _t, src, dst, _p in b.router_out:
+        assert src[0] == cs.ip2int("127.61.15.1" if dst[0] == a.address else "127.61.15.2")
+    assert group(r)["routers"] == ["127.61.15.9"]
+    assert_status_matches(r, a)
+    assert group(r)["assignment"]["caches"] == ["127.61.15.11", "127.61.15.12"]
+    b.check_tshark(tmp_path / "if.pcap", min_frames=10)
