@@ -197,7 +197,11 @@ module fpga_core #(
         wire [11:0] act_start;
         wire [10:0] act_flen, act_src_off, act_copy_len;
         wire [5:0]  act_hlen;
-        wire [367:0] act_hdr;
+        wire [1:0]  act_kind;
+        wire [47:0] act_dmac, act_smac;
+        wire        act_vlan;
+        wire [15:0] act_tci, act_tl, act_csum;
+        wire [31:0] act_rid, act_cip, act_rh;
         wire [11:0] ev_b;
         wccp_decide #(.PORT(g)) decide (
             .clk(clk), .rst(rst), .hold(hold), .busy(busy[g]),
@@ -214,7 +218,9 @@ module fpga_core #(
             .mt_raddr(mt_raddr), .mt_rdata(mt_rdata),
             .lr_valid(lrv[g]), .lr_idx(lri[g]), .lr_mac(lrm[g]), .lr_ack(lra[g]),
             .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop), .act_port(act_port),
-            .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_hdr(act_hdr),
+            .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_kind(act_kind),
+            .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan), .act_tci(act_tci),
+            .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip), .act_rh(act_rh),
             .act_src_off(act_src_off), .act_copy_len(act_copy_len),
             .ev_cause(ev_cause[g*11 +: 11]), .ev_slot(ev_slot[g]), .ev_cache(ev_cache[g]),
             .ev_bucket(ev_bucket[g]), .ev_slot_idx(ev_slot_idx[g*3 +: 3]),
@@ -225,7 +231,9 @@ module fpga_core #(
         wccp_builder #(.BUF_AW(BUF_AW)) builder (
             .clk(clk), .rst(rst), .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop),
             .act_port(act_port), .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen),
-            .act_hdr(act_hdr), .act_src_off(act_src_off), .act_copy_len(act_copy_len),
+            .act_kind(act_kind), .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan),
+            .act_tci(act_tci), .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip),
+            .act_rh(act_rh), .act_src_off(act_src_off), .act_copy_len(act_copy_len),
             .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
             .req(b_req[g]), .m_data(b_data[g]), .m_valid(b_valid[g]), .m_last(b_last[g]),
             .m_ready(b_ready[g]));

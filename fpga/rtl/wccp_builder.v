@@ -1,5 +1,5 @@
 // Frame builder (one per receive port): for each action, streams
-//   header bytes (act_hdr, MSB first, act_hlen bytes) ++ rx buffer [start+src_off, +copy_len)
+//   header bytes (built from the action's fields, act_hlen bytes) ++ rx buffer [start+src_off, +copy_len)
 // towards the egress port, one byte per cycle, then releases the frame's buffer space.
 `timescale 1ns / 1ps
 `default_nettype none
@@ -15,7 +15,16 @@ module wccp_builder #(
     input  wire [BUF_AW-1:0] act_start,
     input  wire [10:0]       act_flen,
     input  wire [5:0]        act_hlen,
-    input  wire [367:0]      act_hdr,
+    input  wire [1:0]        act_kind,
+    input  wire [47:0]       act_dmac,
+    input  wire [47:0]       act_smac,
+    input  wire              act_vlan,
+    input  wire [15:0]       act_tci,
+    input  wire [15:0]       act_tl,
+    input  wire [15:0]       act_csum,
+    input  wire [31:0]       act_rid,
+    input  wire [31:0]       act_cip,
+    input  wire [31:0]       act_rh,
     input  wire [10:0]       act_src_off,
     input  wire [10:0]       act_copy_len,
     // rx buffer read port (1-cycle latency)
@@ -37,7 +46,66 @@ module wccp_builder #(
     reg        run;
     reg [11:0] k, total;
     reg [5:0]  hlen;
-    reg [367:0] hdr;
+    // header fields of the current frame
+    reg [47:0] h_dmac, h_smac;
+    reg        h_vlan;
+    reg [15:0] h_tci, h_tl, h_csum;
+    reg [31:0] h_rid, h_cip, h_rh;
+    // header byte k: Ethernet (+ tag), then (GRE) outer IPv4, GRE header, redirect header
+    wire [5:0]  kj = (h_vlan && k >= 12'd12) ? k[5:0] - 6'd4 : k[5:0];   // index in the untagged layout
+    reg  [7:0]  hbyte;
+    always @(*) begin
+        hbyte = 8'd0;
+        if (h_vlan && k >= 12'd12 && k < 12'd16) begin
+            case (k[1:0])
+            2'd0: hbyte = 8'h81;
+            2'd1: hbyte = 8'h00;
+            2'd2: hbyte = h_tci[15:8];
+            default: hbyte = h_tci[7:0];
+            endcase
+        end else begin
+            case (kj[5:0])
+            6'd0: hbyte = h_dmac[47:40];
+            6'd1: hbyte = h_dmac[39:32];
+            6'd2: hbyte = h_dmac[31:24];
+            6'd3: hbyte = h_dmac[23:16];
+            6'd4: hbyte = h_dmac[15:8];
+            6'd5: hbyte = h_dmac[7:0];
+            6'd6: hbyte = h_smac[47:40];
+            6'd7: hbyte = h_smac[39:32];
+            6'd8: hbyte = h_smac[31:24];
+            6'd9: hbyte = h_smac[23:16];
+            6'd10: hbyte = h_smac[15:8];
+            6'd11: hbyte = h_smac[7:0];
+            6'd12: hbyte = 8'h08;
+            6'd13: hbyte = 8'h00;
+            6'd14: hbyte = 8'h45;
+            6'd15: hbyte = 8'h00;
+            6'd16: hbyte = h_tl[15:8];
+            6'd17: hbyte = h_tl[7:0];
+            6'd20: hbyte = 8'h40;
+            6'd22: hbyte = 8'h40;
+            6'd23: hbyte = 8'h2F;
+            6'd24: hbyte = h_csum[15:8];
+            6'd25: hbyte = h_csum[7:0];
+            6'd26: hbyte = h_rid[31:24];
+            6'd27: hbyte = h_rid[23:16];
+            6'd28: hbyte = h_rid[15:8];
+            6'd29: hbyte = h_rid[7:0];
+            6'd30: hbyte = h_cip[31:24];
+            6'd31: hbyte = h_cip[23:16];
+            6'd32: hbyte = h_cip[15:8];
+            6'd33: hbyte = h_cip[7:0];
+            6'd36: hbyte = 8'h88;
+            6'd37: hbyte = 8'h3E;
+            6'd38: hbyte = h_rh[31:24];
+            6'd39: hbyte = h_rh[23:16];
+            6'd40: hbyte = h_rh[15:8];
+            6'd41: hbyte = h_rh[7:0];
+            default: hbyte = 8'h00;
+            endcase
+        end
+    end
     reg [BUF_AW-1:0] rd;            // next buffer address
     reg [BUF_AW-1:0] fend;          // end of frame in buffer
 
@@ -81,8 +149,7 @@ module wccp_builder #(
                 s1_last <= (k == total - 12'd1);
                 if (k < {6'd0, hlen}) begin
                     s1_hdr <= 1'b1;
-                    s1_hbyte <= hdr[367:360];
-                    hdr <= {hdr[359:0], 8'd0};
+                    s1_hbyte <= hbyte;
                 end else begin
                     s1_hdr <= 1'b0;
                     rd <= rd + 1'b1;
@@ -100,7 +167,15 @@ module wccp_builder #(
                     k <= 12'd0;
                     total <= {6'd0, act_hlen} + {1'b0, act_copy_len};
                     hlen <= act_hlen;
-                    hdr <= act_hdr;
+                    h_dmac <= act_dmac;
+                    h_smac <= act_smac;
+                    h_vlan <= act_vlan && (act_kind == 2'd2 || act_kind == 2'd3);
+                    h_tci <= act_tci;
+                    h_tl <= act_tl;
+                    h_csum <= act_csum;
+                    h_rid <= act_rid;
+                    h_cip <= act_cip;
+                    h_rh <= act_rh;
                     rd <= act_start + {{(BUF_AW-11){1'b0}}, act_src_off};
                     fend <= act_start + {{(BUF_AW-11){1'b0}}, act_flen};
                     req <= act_port ? 2'b10 : 2'b01;

@@ -70,7 +70,16 @@ module wccp_decide #(
     output reg  [11:0]   act_start,
     output reg  [10:0]   act_flen,
     output reg  [5:0]    act_hlen,
-    output reg  [367:0]  act_hdr,
+    output reg  [1:0]    act_kind,    // 0 copy, 1 L2 rewrite, 2 GRE, 3 decap (header fields below)
+    output reg  [47:0]   act_dmac,
+    output reg  [47:0]   act_smac,
+    output reg           act_vlan,
+    output reg  [15:0]   act_tci,
+    output reg  [15:0]   act_tl,
+    output reg  [15:0]   act_csum,
+    output reg  [31:0]   act_rid,
+    output reg  [31:0]   act_cip,
+    output reg  [31:0]   act_rh,
     output reg  [10:0]   act_src_off,
     output reg  [10:0]   act_copy_len,
     // events (one-cycle pulses)
@@ -257,6 +266,7 @@ module wccp_decide #(
     task set_normal;
         begin
             act_drop <= 1'b0;
+            act_kind <= 2'd0;
             act_port <= PORT[0] ^ 1'b1;
             act_hlen <= 6'd0;
             act_src_off <= 11'd0;
@@ -363,9 +373,11 @@ module wccp_decide #(
                     end else begin
                         ev_cause[C_RET] <= 1'b1;
                         act_hlen <= f_vlan ? 6'd18 : 6'd14;
-                        act_hdr <= f_vlan ?
-                            {((nh_mac != 48'd0) ? nh_mac : f_dst), appl_mac, 16'h8100, f_tci, 16'h0800, 224'd0} :
-                            {((nh_mac != 48'd0) ? nh_mac : f_dst), appl_mac, 16'h0800, 256'd0};
+                        act_kind <= 2'd3;
+                        act_dmac <= (nh_mac != 48'd0) ? nh_mac : f_dst;
+                        act_smac <= appl_mac;
+                        act_vlan <= f_vlan;
+                        act_tci <= f_tci;
                         act_src_off <= r_dec_off;
                         act_copy_len <= r_il;
                     end
@@ -455,7 +467,9 @@ module wccp_decide #(
                     ev_cache_idx <= cidx[4:0];
                     act_port <= ln_rdata[48];
                     act_hlen <= 6'd12;
-                    act_hdr <= {ln_rdata[47:0], appl_mac, 272'd0};
+                    act_kind <= 2'd1;
+                    act_dmac <= ln_rdata[47:0];
+                    act_smac <= appl_mac;
                     act_src_off <= 11'd12;
                     act_copy_len <= f_flen - 11'd12;
                     state <= S_OUT;
@@ -483,13 +497,16 @@ module wccp_decide #(
             end
             S_GRE3: begin
                 act_hlen <= f_vlan ? 6'd46 : 6'd42;
-                act_hdr <= f_vlan ?
-                    {lr_mac, appl_mac, 16'h8100, f_tci, 16'h0800,
-                     16'h4500, gre_tl, 16'h0000, 16'h4000, 16'h402F, csum, router_id, cache_ip,
-                     32'h0000883E, rh} :
-                    {lr_mac, appl_mac, 16'h0800,
-                     16'h4500, gre_tl, 16'h0000, 16'h4000, 16'h402F, csum, router_id, cache_ip,
-                     32'h0000883E, rh, 32'd0};
+                act_kind <= 2'd2;
+                act_dmac <= lr_mac;
+                act_smac <= appl_mac;
+                act_vlan <= f_vlan;
+                act_tci <= f_tci;
+                act_tl <= gre_tl_r;
+                act_csum <= csum;
+                act_rid <= router_id;
+                act_cip <= cache_ip;
+                act_rh <= rh;
                 act_src_off <= l2len;
                 act_copy_len <= f_totlen[10:0];
                 state <= S_OUT;

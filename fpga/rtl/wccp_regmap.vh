@@ -55,7 +55,7 @@
 `define WCCP_NEXTHOP_MAC_LO_STRIDE 2
 `define WCCP_NEXTHOP_MAC_LO_COUNT 8
 
-// block GROUP: Service-group slot configuration (slot order = match order). All shadow.
+// block GROUP: Service-group slot configuration (slot order = match order). All shadow, write-only (reads return 0;
 `define WCCP_GROUP_BASE 24'h000100
 `define WCCP_GROUP_STRIDE 32
 `define WCCP_GROUP_COUNT 8
@@ -110,7 +110,7 @@
 `define WCCP_MASKTAB_WORD_STRIDE 1
 `define WCCP_MASKTAB_WORD_COUNT 128
 
-// block PORTCNT: Per-port counters (read-only, 32-bit wrapping). Decision counters are counted on the receive port; s
+// block PORTCNT: Per-port counters (read-only, 32-bit wrapping), in block RAM: they lag the traffic by < 1 us and are
 `define WCCP_PORTCNT_BASE 24'h010000
 `define WCCP_PORTCNT_STRIDE 32
 `define WCCP_PORTCNT_COUNT 8
@@ -144,7 +144,7 @@
 `define WCCP_CNT_SLOT_BYTES_STRIDE 2
 `define WCCP_CNT_SLOT_BYTES_COUNT 8
 
-// block CACHECNT: Per (slot, cache) redirect counters, all receive ports together.
+// block CACHECNT: Per (slot, cache) redirect counters, all receive ports together (block RAM, read latency a few cycle
 `define WCCP_CACHECNT_BASE 24'h011000
 `define WCCP_CACHECNT_STRIDE 64
 `define WCCP_CACHECNT_COUNT 8

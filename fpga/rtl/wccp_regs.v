@@ -87,27 +87,6 @@ module wccp_regs #(
 
     // ---------------- counters ----------------
 
-    // read multiplexers as explicit index compares (cheaper than variable part-selects)
-    reg [31:0] grp_rd;
-    integer k;
-    always @(*) begin
-        grp_rd = 32'd0;
-        for (k = 0; k < 8; k = k + 1) begin
-            if (g_slot == k[2:0]) begin
-                case (g_off)
-                5'd0: grp_rd = s_ctrl[k*32 +: 32];
-                5'd1: grp_rd = s_svc[k*32 +: 32];
-                5'd2: grp_rd = s_flags[k*32 +: 32];
-                5'd3: grp_rd = s_ports[k*128 + 96 +: 32];
-                5'd4: grp_rd = s_ports[k*128 + 64 +: 32];
-                5'd5: grp_rd = s_ports[k*128 + 32 +: 32];
-                5'd6: grp_rd = s_ports[k*128 +: 32];
-                default: ;
-                endcase
-            end
-        end
-    end
-
     always @(posedge clk) begin
         reg_rvalid <= 1'b0;
         t_wr <= 1'b0;
@@ -218,9 +197,6 @@ module wccp_regs #(
                 `WCCP_MAC_LO: reg_rdata <= s_mac[31:0];
                 `WCCP_MTU: reg_rdata <= {16'd0, s_mtu};
                 default: begin
-                    if (in_group) begin
-                        reg_rdata <= grp_rd;
-                    end
                 end
                 endcase
             end

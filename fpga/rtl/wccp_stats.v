@@ -50,8 +50,8 @@ module wccp_stats (
     reg         phase;
     reg  [5:0]  snap_f;
     reg  [15:0] snap_b;
-    wire [5:0]  acc_f [0:N-1];
-    wire [15:0] acc_b [0:N-1];
+    wire [N*6-1:0]  acc_f;
+    wire [N*16-1:0] acc_b;
     wire        take = !phase;     // snapshot/clear accumulator `sw` in phase 0
 
     genvar g;
@@ -69,8 +69,8 @@ module wccp_stats (
                     b <= (clr ? 16'd0 : b) + (inc[g] ? {4'd0, inc_b[g*12 +: 12]} : 16'd0);
                 end
             end
-            assign acc_f[g] = f;
-            assign acc_b[g] = b;
+            assign acc_f[g*6 +: 6] = f;
+            assign acc_b[g*16 +: 16] = b;
         end
     endgenerate
 
@@ -80,7 +80,7 @@ module wccp_stats (
     always @(*) begin
         snap_mux = 22'd0;
         for (k = 0; k < N; k = k + 1)
-            snap_mux = snap_mux | ({22{sw == k[5:0]}} & {acc_b[k], acc_f[k]});
+            snap_mux = snap_mux | ({22{sw == k[5:0]}} & {acc_b[k*16 +: 16], acc_f[k*6 +: 6]});
     end
 
     reg [63:0] mem [0:63];

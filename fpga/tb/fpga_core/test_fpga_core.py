@@ -271,9 +271,9 @@ async def test_spi_registers(dut):
     got = await tb.spi.read(R.ROUTER_ID, 4)
     assert got == [0x0A000002, 0x0000BEEF, 0x01020304, 1400], [hex(x) for x in got]
     assert await tb.bus.read(R.ROUTER_ID) == 0x0A000002
-    base = R.GROUP_BASE + 3 * R.GROUP_STRIDE
-    await tb.spi.write(base + R.GROUP_SERVICE, [0x11223344, 0x55667788])
-    assert await tb.spi.read(base + R.GROUP_SERVICE, 2) == [0x11223344, 0x55667788]
+    await tb.spi.write(R.WDT_TIMEOUT, [123456])
+    assert await tb.spi.read(R.WDT_TIMEOUT) == [123456]
+    assert await tb.spi.read(R.ID, 3) == [R.ID_VALUE, R.REGMAP_VERSION, await tb.bus.read(R.CAPS)]
     st = await tb.spi.read(R.STATUS)
     assert st[0] & R.STATUS_WDT_EXPIRED and not st[0] & R.STATUS_ACTIVE
 
