@@ -410,3 +410,30 @@ def test_router_with_two_interfaces_answers_from_the_address_used(tmp_path):
     assert_status_matches(r, a)
     assert group(r)["assignment"]["caches"] == ["127.61.15.11", "127.61.15.12"]
     b.check_tshark(tmp_path / "if.pcap", min_frames=10)
+
+
+def test_flush_5T_after_membership_change_without_assignment():
+    r = Router(router_cfg("127.61.16.1"), ForwardingModel(), 0)
+    ms = [mk("127.61.16.11", ["127.61.16.1"]), mk("127.61.16.12", ["127.61.16.1"])]
+    late = mk("127.61.16.13", ["127.61.16.1"], first_delay=7.0)
+    b = Bench([r], ms + [late])
+    b.start()
+    b.run(6.0)
+    assert_status_matches(r, ms[0])
+    ms[0].misbehave.add("no_assign")      # the designated cache stops assigning
+    b.run(8.5)                            # .13 joined at ~8.0: membership change
+    assert states(r)["127.61.16.13"] == "usable"
+    g = group(r)
+    assert g["assignment"] is not None and g["flush_in_ms"] is not None
+    change = 8.0
+    b.run(change + 4.8)
+    assert group(r)["assignment"] is not None
+    b.run(change + 5.3)
+    g = group(r)
+    assert g["assignment"] is None and g["counters"]["flushes"] == 1
+    assert g["assignment_key"] == {"address": "0.0.0.0", "change_number": 0}
+    # the cache resumes: a new assignment covers all three
+    ms[0].misbehave.discard("no_assign")
+    b.run(change + 10.0)
+    assert_status_matches(r, ms[0])
+    assert group(r)["assignment"]["caches"] == ["127.61.16.11", "127.61.16.12", "127.61.16.13"]

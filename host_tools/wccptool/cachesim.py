@@ -53,7 +53,9 @@ Protocol behaviour (references are to /work/shared/wccp2-reference.md):
   silence; a SHUTDOWN_RESPONSE (type 2) in an I_SEE_YOU is recorded.
 * Misbehaviour on demand (``Member.misbehave``): ``bad_md5`` (sign with a wrong
   password), ``wrong_receive_id`` (report receive ID + 1000), ``silent`` (send
-  nothing, answer nothing), capability mismatch via ``capabilities`` override.
+  nothing, answer nothing), ``no_assign`` (a designated cache that never sends
+  REDIRECT_ASSIGN: the router must flush 5 T after a membership change), capability
+  mismatch via ``forwarding``/``return_method``/``capabilities``.
 """
 import asyncio
 import socket
@@ -253,7 +255,7 @@ class Member:
             self.routers.append(RouterState(ip2int(r), self.address))
         self.view_change_number = 1
         self.known_caches = []          # addresses learnt from Router Views (sent in WC View)
-        self.misbehave = set()          # {"bad_md5", "wrong_receive_id", "silent"}
+        self.misbehave = set()          # {"bad_md5", "wrong_receive_id", "silent", "no_assign"}
         self.shutting_down = False
         self.next_hia = None
         self.first_delay = first_delay
@@ -478,6 +480,9 @@ class Member:
         return out
 
     def _send_assignment(self, now, repeat, only=None):
+        if "no_assign" in self.misbehave:
+            self._event(now, "assign-skip", reason="no_assign misbehaviour")
+            return []
         if not self.is_designated():
             self._event(now, "assign-skip", reason="not designated")
             return []

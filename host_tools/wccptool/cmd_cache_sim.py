@@ -27,6 +27,7 @@ misbehave ADDR=KIND[@SECONDS] (repeatable; from the start, or SECONDS after it):
   wrong-receive-id   report Receive ID + 1000 in the Web-Cache View
   cap-mismatch       choose L2 forwarding and L2 return (GRE-only routers must refuse the cache)
   silent             stop sending anything (and ignore REMOVAL_QUERY): the router times it out
+  no-assign          never send REDIRECT_ASSIGN when designated (routers flush 5 T after a change)
   shutdown           send SHUTDOWN (Command Extension type 1) once, then stay silent
 election: the designated cache is the lowest address among caches all routers list.
   numeric  network-order numeric value (10.0.0.2 < 10.0.0.10 < 10.0.1.1), the drafts' intent
@@ -40,7 +41,7 @@ examples:
 """ % cs.MAX_MASK_BITS
 
 PROTOCOLS = {"tcp": 6, "udp": 17}
-MISBEHAVIOURS = ("bad-md5", "wrong-receive-id", "cap-mismatch", "silent", "shutdown")
+MISBEHAVIOURS = ("bad-md5", "wrong-receive-id", "cap-mismatch", "silent", "shutdown", "no-assign")
 
 
 def parse_service(spec):
