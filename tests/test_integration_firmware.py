@@ -2,7 +2,8 @@
 MicroPython unix port (.venv/bin/micropython), WCCP on loopback UDP 2048, /status over
 HTTP, driven by the cache emulator (wccptool.cachesim) with real sockets.
 
-Addresses: 127.41.<scenario>.x (routers .1/.2, caches .11+); HTTP ports 18400+. Short
+Addresses: 127.41.<scenario>.x (routers .1/.2, caches .11+; the flood's spoofed sources use
+127.41.128.0 upwards); HTTP ports 18401-18482. Short
 timers: the firmware runs with timers.here_i_am_ms = 500 and the caches with T = 0.5 s.
 Every datagram the routers send to the emulated caches is recorded and must decode in
 tshark with no expert warning or error.
@@ -358,8 +359,9 @@ def test_hia_flood_from_spoofed_addresses_keeps_usable_caches(tmp_path):
 
     def flood():
         import socket
-        tmpl = cs.Member("127.41.8.1", ["127.41.7.1"], interval=T)
-        base = cs.ip2int("127.41.8.1")
+        # spoofed sources 127.41.128.1 upwards: a block no other scenario here uses
+        tmpl = cs.Member("127.41.128.1", ["127.41.7.1"], interval=T)
+        base = cs.ip2int("127.41.128.1")
         sent = 0
         for i in range(n_flood):
             a = base + i
