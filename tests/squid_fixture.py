@@ -108,6 +108,21 @@ def _forget(p):
         _live.remove(p)
 
 
+def _clean_shm(pid, service_name):
+    """libfaketime (preloaded without its wrapper) creates /dev/shm/faketime_shm_<pid> and
+    sem.faketime_sem_<pid> and never removes them; a killed Squid leaves <name>-*.shm."""
+    names = ["faketime_shm_%d" % pid, "sem.faketime_sem_%d" % pid]
+    try:
+        names += [n for n in os.listdir("/dev/shm") if n.startswith(service_name + "-")]
+    except OSError:
+        return
+    for n in names:
+        try:
+            os.unlink(os.path.join("/dev/shm", n))
+        except OSError:
+            pass
+
+
 class Squid:
     """One Squid instance speaking WCCPv2 from ``address`` to ``routers``.
 
@@ -160,6 +175,8 @@ class Squid:
                       "icon_directory %s/usr/share/squid/icons" % root,
                       "error_directory %s/usr/share/squid/errors/en" % root,
                       "mime_table %s/usr/share/squid/mime.conf" % root]
+        # own service name: Squid's shared memory segments (/dev/shm/<name>-cf__*.shm) stay apart
+        self.service_name = "wccpinterop" + "".join("%03d" % int(x) for x in address.split("."))
         self.conf = self.dir / "squid.conf"
         self.conf.write_text("\n".join(lines) + "\n")
 
@@ -171,7 +188,7 @@ class Squid:
         if self.kind == "debian":
             env["LD_LIBRARY_PATH"] = os.path.join(self.bins["debian_root"], "lib")
         self.out = open(self.dir / "stdout.log", "wb")
-        self.proc = _spawn([self.bins[self.kind], "-N", "-f", str(self.conf)], env=env,
+        self.proc = _spawn([self.bins[self.kind], "-N", "-n", self.service_name, "-f", str(self.conf)], env=env,
                            stdout=self.out, stderr=subprocess.STDOUT, cwd=str(self.dir))
         return self
 
@@ -179,8 +196,18 @@ class Squid:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self):
+        """SIGTERM (Squid exits within ~0.2 s with shutdown_lifetime 0), SIGKILL if it hangs;
+        then remove what the killed processes leave in /dev/shm."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=3)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
         kill_group(self.proc)
         _forget(self.proc)
+        if self.proc is not None:
+            _clean_shm(self.proc.pid, self.service_name)
         if getattr(self, "out", None):
             self.out.close()
             self.out = None
