@@ -63,11 +63,11 @@ class NullDP:
 def _cfg(ngroups, ncaches):
     from wccp import config
     svcs = [{"id": 0}] + [{"id": 60 + i, "type": "dynamic"} for i in range(ngroups - 1)]
-    return config.load({"router_id": "10.0.0.1", "addresses": ["10.0.0.1"], "services": svcs,
+    return config.load({"router_id": "192.168.0.1", "addresses": ["192.168.0.1"], "services": svcs,
                         "limits": {"max_total_caches": 512}})
 
 
-def _hia(codec, cache, rid, sid, router=0x0A000001):
+def _hia(codec, cache, rid, sid, router=0xC0A80001):
     svc = {"service_type": 0 if sid == 0 else 1, "service_id": sid, "priority": 0 if sid == 0 else 100,
            "protocol": 0 if sid == 0 else 6, "service_flags": 0 if sid == 0 else 0x12,
            "ports": [0] * 8 if sid == 0 else [8000 + sid, 0, 0, 0, 0, 0, 0, 0]}
@@ -86,7 +86,7 @@ def _ra(codec, cache, rid, mcn, caches, sid):
     n = len(caches)
     return codec.encode({"type": 12, "version": 0x200, "security": {"option": 0}, "service": svc,
                          "assignment_info": {"assignment_key": {"address": cache, "change_number": 1},
-                                             "routers": [{"router_id": 0x0A000001, "receive_id": rid,
+                                             "routers": [{"router_id": 0xC0A80001, "receive_id": rid,
                                                           "member_change_number": mcn}],
                                              "web_caches": caches, "buckets": bytes([i % n for i in range(256)])}})
 
@@ -98,14 +98,14 @@ def _populate(r, codec, ngroups, ncaches):
         sid = g.sid
         caches = []
         for k in range(ncaches):
-            a = 0x0A010000 + (gi << 8) + k + 2
+            a = 0xC0A81000 + (gi << 8) + k + 2   # 192.168.16+.x: boxed ints, as real addresses
             caches.append(a)
             ip = codec.int2ip(a)
-            r.receive(_hia(codec, a, 0, sid), ip, 2048, "10.0.0.1", 0)
-            r.receive(_hia(codec, a, g.caches[a][C_RID], sid), ip, 2048, "10.0.0.1", 0)
+            r.receive(_hia(codec, a, 0, sid), ip, 2048, "192.168.0.1", 0)
+            r.receive(_hia(codec, a, g.caches[a][C_RID], sid), ip, 2048, "192.168.0.1", 0)
             gc.collect()
         d = caches[0]
-        r.receive(_ra(codec, d, g.caches[d][C_RID], g.mcn, caches, sid), codec.int2ip(d), 2048, "10.0.0.1", 0)
+        r.receive(_ra(codec, d, g.caches[d][C_RID], g.mcn, caches, sid), codec.int2ip(d), 2048, "192.168.0.1", 0)
         assert g.assignment is not None and len(g.order) == ncaches, (len(g.order), r.drops)
         gc.collect()
 
@@ -137,7 +137,7 @@ def heap(dpname):
     from wccp.router import C_RID
     for g in r.groups:
         a = g.order[0]
-        r.receive(_hia(codec, a, g.caches[a][C_RID], g.sid), codec.int2ip(a), 2048, "10.0.0.1", 1)
+        r.receive(_hia(codec, a, g.caches[a][C_RID], g.sid), codec.int2ip(a), 2048, "192.168.0.1", 1)
     gc.collect()
     used = gc.mem_alloc()
     free = gc.mem_free()
@@ -166,7 +166,7 @@ def latency():
         for i in range(n):
             pkt = _hia(codec, a, rid, 0)
             t0 = time.ticks_us() if MICRO else time.perf_counter_ns() // 1000
-            out = r.receive(pkt, ip, 2048, "10.0.0.1", 1 + i)
+            out = r.receive(pkt, ip, 2048, "192.168.0.1", 1 + i)
             t1 = time.ticks_us() if MICRO else time.perf_counter_ns() // 1000
             dt = time.ticks_diff(t1, t0) if MICRO else t1 - t0
             assert len(out) == 1

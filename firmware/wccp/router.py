@@ -109,35 +109,61 @@ def _new_counters():
             "flushes": 0, "dataplane_commits": 0, "dataplane_errors": 0}
 
 
-# A cache (web-cache) known to a group is a list (compact on MicroPython: ~30 words), indexed by:
+# A cache (web-cache) known to a group is a list of 16 slots (compact on MicroPython), indexed by:
 C_ADDR = const(0)        # its address (int; the dict key object, shared)
-C_USABLE = const(1)      # usable member (after a valid HIA with acceptable capabilities)
+C_BITS = const(1)        # B_* state bits | forwarding << 3 | return << 5 | assignment << 7 | id flags << 9
 C_RID = const(2)         # last Receive ID sent to it (0 = none yet)
 C_RID_PREV = const(3)    # the one before (in-flight RA tolerance)
 C_LAST_HIA = const(4)    # time of the last HERE_I_AM of any kind
 C_LAST_VALID = const(5)  # time of the last valid HERE_I_AM (liveness)
 C_JOINED = const(6)      # became usable at
-C_REPLY = const(7)       # source address of its HIAs when not its own address (int), else 0
-C_PORT = const(8)        # source UDP port of its HIAs
-C_SENT_TO = const(9)     # the address it sends HIAs to (int)
-C_MCAST = const(10)      # it sends HIAs to the group's multicast address
-C_FWD = const(11)
-C_RET = const(12)
-C_ASSIGN = const(13)
-C_WEIGHT = const(14)
-C_STATUS = const(15)
-C_FLAGS = const(16)      # identity flags as it sent them (U-bit encoding is echoed)
-C_MASKS = const(17)      # first mask element of its mask identity (unassigned view shape) or None
-C_ROUTERS = const(18)    # router IDs it reports (shared tuple)
-C_SERVICE = const(19)    # the Service Info echoed to it
-C_QUERY = const(20)      # REMOVAL_QUERY sent since its last valid HIA
-C_REASON = const(21)     # why it is not usable ("" when usable)
-C_HIAS = const(22)       # HIAs received
+C_REPLY = const(7)       # 0: answer (its address, 2048); else (source address int, source port)
+C_SENT_TO = const(8)     # the address it sends HIAs to (int)
+C_WEIGHT = const(9)
+C_STATUS = const(10)
+C_MASKS = const(11)      # first mask element of its mask identity (unassigned view shape) or None
+C_ROUTERS = const(12)    # router IDs it reports (shared tuple)
+C_SERVICE = const(13)    # the Service Info echoed to it
+C_REASON = const(14)     # why it is not usable ("" when usable)
+C_HIAS = const(15)       # HIAs received
+
+B_USABLE = const(1)      # usable member (after a valid HIA with acceptable capabilities)
+B_MCAST = const(2)       # it sends HIAs to the group's multicast address
+B_QUERY = const(4)       # REMOVAL_QUERY sent since its last valid HIA
+_CAPS_MASK = const(0x1F8)
+_FLAGS_MASK = const(0x1FFFE00)
+_INIT_BITS = const((1 << 3) | (1 << 5) | (1 << 7))      # GRE / GRE / hash
 
 
 def _new_cache(addr, now):
-    return [addr, False, 0, 0, now, now, now, 0, WCCP_PORT, 0, False, 1, 1, 1, 0, 0, 0, None, (), None,
-            False, "first contact", 0]
+    return [addr, _INIT_BITS, 0, 0, now, now, now, 0, 0, 0, 0, None, (), None, "first contact", 0]
+
+
+def is_usable(c):
+    return c[C_BITS] & B_USABLE
+
+
+def _setbit(c, bit, on):
+    if on:
+        c[C_BITS] |= bit
+    else:
+        c[C_BITS] &= ~bit
+
+
+def _fwd(c):
+    return (c[C_BITS] >> 3) & 3
+
+
+def _ret(c):
+    return (c[C_BITS] >> 5) & 3
+
+
+def _asg(c):
+    return (c[C_BITS] >> 7) & 3
+
+
+def _idflags(c):
+    return (c[C_BITS] >> 9) & 0xFFFF
 
 
 class Group:
@@ -323,12 +349,16 @@ class Router:
             return {"option": 1, "digest": None}
         return {"option": 0}
 
-    def _reply_ip(self, c):
-        return codec.int2ip(c[C_REPLY] or c[C_ADDR])
+    def _reply(self, c):
+        """(ip, port) to answer the cache at: where its HIAs come from."""
+        r = c[C_REPLY]
+        if not r:
+            return (codec.int2ip(c[C_ADDR]), WCCP_PORT)
+        return (codec.int2ip(r[0]), r[1])
 
     def _local_ip(self, c):
         """Our address the cache talks to (unicast source of our replies)."""
-        if c[C_MCAST]:
+        if c[C_BITS] & B_MCAST:
             return self.addresses[0]
         s = self.addr_strs.get(c[C_SENT_TO])
         return s if s is not None else codec.int2ip(c[C_SENT_TO])
@@ -375,8 +405,8 @@ class Router:
 
     def _dp_cache(self, g, addr):
         c = g.caches.get(addr)
-        if c is not None and c[C_USABLE]:
-            fwd, ret = c[C_FWD], c[C_RET]
+        if c is not None and c[C_BITS] & B_USABLE:
+            fwd, ret = _fwd(c), _ret(c)
         else:
             fwd, ret = 1, 1
         return {"address": addr, "forward": fwd, "ret": ret, "mac": g.l2.get(addr)}
@@ -501,7 +531,7 @@ class Router:
         pend = 0
         oldest = None
         for c in g.caches.values():
-            if not c[C_USABLE]:
+            if not c[C_BITS] & B_USABLE:
                 pend += 1
                 if oldest is None or c[C_LAST_HIA] < oldest[C_LAST_HIA]:
                     oldest = c
@@ -557,10 +587,12 @@ class Router:
             g.caches[addr] = c
             self.total += 1
         addr = c[C_ADDR]                     # the shared int object
-        c[C_REPLY] = 0 if src == addr else src
-        c[C_PORT] = src_port
+        if src == addr and src_port == WCCP_PORT:
+            c[C_REPLY] = 0
+        elif not c[C_REPLY] or c[C_REPLY][0] != src or c[C_REPLY][1] != src_port:
+            c[C_REPLY] = (src, src_port)
         c[C_SENT_TO] = self.addr_ints.get(dst, dst)
-        c[C_MCAST] = g.mcast is not None and dst == g.mcast
+        _setbit(c, B_MCAST, g.mcast is not None and dst == g.mcast)
         c[C_LAST_HIA] = now
         c[C_HIAS] += 1
         # the cache's view of us
@@ -575,7 +607,7 @@ class Router:
             if rid not in routers and len(routers) < self.max_routers:
                 routers.append(rid)
         valid = seen is not None and c[C_RID] != 0 and seen == c[C_RID]
-        if valid or not c[C_USABLE]:
+        if valid or not c[C_BITS] & B_USABLE:
             # identity data (weight/status opaque, re-advertised unchanged)
             w = ident.get("weight", 0)
             st = ident.get("status", 0)
@@ -585,14 +617,14 @@ class Router:
                 m = ident["mask_value_sets"][0]["masks"]
                 masks = (m["src_addr"], m["dst_addr"], m["src_port"], m["dst_port"])
             rt = self._rtuple(routers)
-            if w != c[C_WEIGHT] or st != c[C_STATUS] or fl != c[C_FLAGS] or masks != c[C_MASKS] or \
+            if w != c[C_WEIGHT] or st != c[C_STATUS] or fl != _idflags(c) or masks != c[C_MASKS] or \
                     rt is not c[C_ROUTERS]:
                 c[C_WEIGHT] = w
                 c[C_STATUS] = st
-                c[C_FLAGS] = fl
+                c[C_BITS] = (c[C_BITS] & ~_FLAGS_MASK) | ((fl & 0xFFFF) << 9)
                 c[C_MASKS] = masks
                 c[C_ROUTERS] = rt
-                if c[C_USABLE]:
+                if c[C_BITS] & B_USABLE:
                     self._dirty(g)
         svc = msg["service"]
         if g.stype == 0:
@@ -609,7 +641,7 @@ class Router:
                 shutdown = True
         if shutdown:
             if seen is not None and seen != 0 and (seen == c[C_RID] or seen == c[C_RID_PREV]):
-                if c[C_USABLE]:
+                if c[C_BITS] & B_USABLE:
                     self._count(g, "removals_shutdown")
                 self._remove(g, c, now)
                 return [self._isy_unicast(g, c, shutdown_ack=True)]
@@ -621,14 +653,14 @@ class Router:
             if why is not None:
                 self._count(g, "capability_mismatch")
                 c[C_REASON] = "capability mismatch: " + why
-                if c[C_USABLE]:
+                if c[C_BITS] & B_USABLE:
                     self._count(g, "removals_capability")
                     self._unuse(g, c, now)
             else:
-                c[C_FWD], c[C_ASSIGN], c[C_RET] = fwd, asg, ret
+                c[C_BITS] = (c[C_BITS] & ~_CAPS_MASK) | (fwd << 3) | (ret << 5) | (asg << 7)
                 c[C_LAST_VALID] = now
-                c[C_QUERY] = False
-                if not c[C_USABLE]:
+                c[C_BITS] &= ~B_QUERY
+                if not c[C_BITS] & B_USABLE:
                     if len(g.order) >= g.max_caches:
                         self._count(g, "group_full")
                         c[C_REASON] = "group full (%d caches)" % g.max_caches
@@ -636,9 +668,9 @@ class Router:
                         self._join(g, c, svc, now)
         else:
             self._count(g, "hia_invalid_receive_id")
-            if not c[C_USABLE]:
+            if not c[C_BITS] & B_USABLE:
                 c[C_REASON] = "first contact" if c[C_RID] == 0 else "stale receive ID"
-        if c[C_MCAST]:
+        if c[C_BITS] & B_MCAST:
             return []   # answered by the scheduled multicast I_SEE_YOU
         return [self._isy_unicast(g, c)]
 
@@ -647,12 +679,12 @@ class Router:
         if g.definition is None:
             g.definition = c[C_SERVICE]
             redefined = True
-        c[C_USABLE] = True
+        c[C_BITS] |= B_USABLE
         c[C_REASON] = ""
         c[C_JOINED] = now
         g.order.append(c[C_ADDR])
         if not g.locked_assign:
-            g.locked_assign = c[C_ASSIGN]
+            g.locked_assign = _asg(c)
         self._count(g, "joins")
         self._membership_changed(g, now)
         if redefined:
@@ -667,7 +699,7 @@ class Router:
 
     def _unuse(self, g, c, now):
         """A usable cache stops being usable (kept as a pending entry)."""
-        c[C_USABLE] = False
+        c[C_BITS] &= ~B_USABLE
         if c[C_ADDR] in g.order:
             g.order.remove(c[C_ADDR])
         self._purge(g, c[C_ADDR])
@@ -675,12 +707,12 @@ class Router:
         self._after_leave(g)
 
     def _remove(self, g, c, now):
-        was = c[C_USABLE]
+        was = c[C_BITS] & B_USABLE
         if g.caches.get(c[C_ADDR]) is c:
             del g.caches[c[C_ADDR]]
             self.total -= 1
         if was:
-            c[C_USABLE] = False
+            c[C_BITS] &= ~B_USABLE
             if c[C_ADDR] in g.order:
                 g.order.remove(c[C_ADDR])
             self._purge(g, c[C_ADDR])
@@ -752,7 +784,7 @@ class Router:
                     bm = None
                 uflag = 0
                 if not assigned:
-                    uflag = WCI_U_V201 if c[C_FLAGS] & WCI_U_V201 else WCI_U
+                    uflag = WCI_U_V201 if _idflags(c) & WCI_U_V201 else WCI_U
                 els.append({"address": addr, "hash_revision": 0, "flags": uflag, "data_type": "hash",
                             "bucket_bitmap": bm, "weight": c[C_WEIGHT], "status": c[C_STATUS]})
         return els
@@ -839,7 +871,7 @@ class Router:
             o = _find_component(payload, 2)
             if o > 0 and len(payload) <= len(self.buf):
                 g.template = (svc, caps, payload, o)
-        return (self._reply_ip(c), c[C_PORT], self._local_ip(c), payload)
+        return self._reply(c) + (self._local_ip(c), payload)
 
     # ---------------------------------------------------------------- REDIRECT_ASSIGN
     def _ra(self, g, msg, src):
@@ -859,9 +891,9 @@ class Router:
             return self._drop(g, "ra_unsupported")
         key = a["assignment_key"]
         d = g.caches.get(key["address"])
-        if d is None or not d[C_USABLE]:
+        if d is None or not d[C_BITS] & B_USABLE:
             d = g.caches.get(src)
-        if d is None or not d[C_USABLE]:
+        if d is None or not d[C_BITS] & B_USABLE:
             return self._drop(g, "ra_unknown_cache")
         mine = None
         for r in a["routers"]:
@@ -913,7 +945,7 @@ class Router:
                 return None
             caches.append(x)
             c = g.caches.get(x)
-            ok.append(c is not None and c[C_USABLE])
+            ok.append(c is not None and c[C_BITS] & B_USABLE)
         unknown = 0
         for v in ok:
             if not v:
@@ -965,7 +997,7 @@ class Router:
             for v in s["values"]:
                 x = v["cache_address"]
                 c = g.caches.get(x)
-                if c is None or not c[C_USABLE]:
+                if c is None or not c[C_BITS] & B_USABLE:
                     dropped += 1
                     continue
                 if x not in caches:
@@ -995,13 +1027,13 @@ class Router:
     def _tick_group(self, g, now, out):
         T = self.T
         for c in list(g.caches.values()):
-            if c[C_USABLE]:
+            if c[C_BITS] & B_USABLE:
                 quiet = now - c[C_LAST_VALID]
                 if quiet >= 3 * T:
                     self._count(g, "removals_timeout")
                     self._remove(g, c, now)
-                elif quiet * 2 >= 5 * T and not c[C_QUERY]:
-                    c[C_QUERY] = True
+                elif quiet * 2 >= 5 * T and not c[C_BITS] & B_QUERY:
+                    c[C_BITS] |= B_QUERY
                     out.append(self._removal_query(g, c))
             elif now - c[C_LAST_HIA] >= 3 * T:
                 self._count(g, "pending_expired")
@@ -1015,7 +1047,7 @@ class Router:
                 self._dirty(g)
         if g.next_mc is not None and now - g.next_mc >= 0:
             g.next_mc = now + self._jitter()
-            mc = [c for c in g.caches.values() if c[C_MCAST]]
+            mc = [c for c in g.caches.values() if c[C_BITS] & B_MCAST]
             if mc:
                 out.append(self._isy_multicast(g, mc))
 
@@ -1030,7 +1062,7 @@ class Router:
                "router_query": {"router_id": self.router_id, "receive_id": c[C_RID],
                                 "sent_to": c[C_SENT_TO], "target": c[C_ADDR]}}
         self._count(g, "rq_tx")
-        return (self._reply_ip(c), c[C_PORT], self._local_ip(c), self._encode(msg, g))
+        return self._reply(c) + (self._local_ip(c), self._encode(msg, g))
 
     # ---------------------------------------------------------------- status
     def status(self):
@@ -1053,13 +1085,13 @@ class Router:
                         counts[x] = counts.get(x, 0) + 1
             for c in list(g.caches.values()):
                 caches.append({
-                    "address": ip(c[C_ADDR]), "state": "usable" if c[C_USABLE] else "pending",
-                    "reason": c[C_REASON], "forwarding": METHOD_NAMES.get(c[C_FWD], "?"),
-                    "return": METHOD_NAMES.get(c[C_RET], "?"), "assignment": ASSIGN_NAMES.get(c[C_ASSIGN]),
+                    "address": ip(c[C_ADDR]), "state": "usable" if c[C_BITS] & B_USABLE else "pending",
+                    "reason": c[C_REASON], "forwarding": METHOD_NAMES.get(_fwd(c), "?"),
+                    "return": METHOD_NAMES.get(_ret(c), "?"), "assignment": ASSIGN_NAMES.get(_asg(c)),
                     "weight": c[C_WEIGHT], "status": c[C_STATUS], "receive_id_sent": c[C_RID],
                     "heard_ms_ago": now - c[C_LAST_HIA], "valid_ms_ago": now - c[C_LAST_VALID],
-                    "connected_ms": (now - c[C_JOINED]) if c[C_USABLE] else 0,
-                    "sent_to": ip(c[C_SENT_TO]), "multicast": c[C_MCAST], "query_sent": c[C_QUERY],
+                    "connected_ms": (now - c[C_JOINED]) if c[C_BITS] & B_USABLE else 0,
+                    "sent_to": ip(c[C_SENT_TO]), "multicast": bool(c[C_BITS] & B_MCAST), "query_sent": bool(c[C_BITS] & B_QUERY),
                     "routers": [ip(r) for r in c[C_ROUTERS]], "hia_count": c[C_HIAS],
                     "l2_adjacent": c[C_ADDR] in g.l2, "assigned": counts.get(c[C_ADDR], 0)})
             asg = None

@@ -4,7 +4,7 @@ Messages are built and parsed with the codec; the data plane is a recording fake
 shadow/live split, so "handed over atomically" means: visible only after one commit.
 """
 from wccp import codec, config
-from wccp.router import Router, WEB_CACHE_DEFINITION, C_USABLE, C_RID, C_REASON, C_ROUTERS
+from wccp.router import Router, WEB_CACHE_DEFINITION, C_RID, C_REASON, C_ROUTERS, is_usable
 from wccp.storage import MemStorage, FileStorage
 
 R = "127.0.0.1"          # router address = router ID unless a test says otherwise
@@ -208,7 +208,7 @@ def cache_state(r, addr, sid=None):
     c = group(r, sid).caches.get(ip(addr))
     if c is None:
         return None
-    return "usable" if c[C_USABLE] else "pending"
+    return "usable" if is_usable(c) else "pending"
 
 
 # ------------------------------------------------------------------------ HERE_I_AM / I_SEE_YOU
@@ -978,3 +978,16 @@ def test_fast_path_isy_equals_full_encoding():
         out = r.receive(hia("127.0.0.2", _last_rid(r, "127.0.0.2"), weight=5, **kw), "127.0.0.2", 2048, R, 20)
         ws = [e["weight"] for e in isy_of(out)["router_view"]["web_caches"]]
         assert sorted(ws) == [5, 10000]
+
+
+def test_reply_goes_to_the_hia_source_even_when_identity_differs():
+    r, dp = make()
+    out = r.receive(hia("127.0.0.2", 0), "127.0.0.50", 3000, R, 0)
+    dst, port, src, payload = one(out)
+    assert (dst, port, src) == ("127.0.0.50", 3000, R)
+    assert codec.decode(payload)["router_identity"]["received_from"] == [ip("127.0.0.2")]
+    out = r.receive(hia("127.0.0.2", _last_rid(r, "127.0.0.2")), "127.0.0.2", 2048, R, 1)
+    assert one(out)[:2] == ("127.0.0.2", 2048)
+    assert cache_state(r, "127.0.0.2") == "usable"
+    out = r.tick(25 * T // 10 + 1)                  # the REMOVAL_QUERY follows the latest source
+    assert one(out)[:3] == ("127.0.0.2", 2048, R)
