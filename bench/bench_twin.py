@@ -126,6 +126,7 @@ def bench_ready(port_base):
                 pass
             time.sleep(0.02)
         ready = time.perf_counter() - t
+        time.sleep(1.0)         # let `wccp run` finish its own start-up before interrupting it
     finally:
         p.send_signal(2)
         try:

@@ -3,8 +3,10 @@ MicroPython unix port, data plane = wccp.fpga.FpgaDataPlane over the twin's SPI 
 drives the simulated FPGA (RTL fpga_core on Verilator, or the fast mode); emulated caches
 (wccptool.cachesim) join over loopback UDP.
 
-Checked end to end: the assignments appear in the FPGA's registers (read back through the
-socket); traffic injected on port 0 comes out redirected to the right cache (GRE for the
+Checked end to end: the firmware's register writes carry exactly the assignment it reports
+(the twin's SPI log decoded by wccp.fwdmodel.ModelRegisterFile), and the FPGA applies it: its
+per-(group, cache) and per-bucket counter registers, read back through the socket, grow as
+the model's do; traffic injected on port 0 comes out redirected to the right cache (GRE for the
 hash group, L2 for the mask group) exactly as the reference model predicts from the
 firmware's own register writes (the twin's SPI log replayed into wccp.fwdmodel), other
 traffic passes; SIGKILL the firmware -> the watchdog fails open -> everything passes;
@@ -41,12 +43,16 @@ def _fw_config(router, l2_cache):
                           "assignment": ["mask"], "l2_adjacent": [l2_cache]}]}
 
 
-def _slot_of(t, service_id):
-    for s in range(R.MAX_GROUPS):
-        ctrl, svc = t.read(R.GROUP_BASE + R.GROUP_STRIDE * s + R.GROUP_CTRL, 2)
-        if ctrl & 1 and (svc >> 8) & 0xFF == service_id:
-            return s, ctrl
-    return None, 0
+def _slots(model):
+    """{service_id: slot} of the enabled groups in the model's live tables."""
+    return {sl.service["service_id"]: i for i, sl in enumerate(model._live.slots) if sl.enabled}
+
+
+def _group(st, sid):
+    for g in st["groups"]:
+        if g["service_id"] == sid:
+            return g
+    raise KeyError(sid)
 
 
 def _assigned(st, sid):
@@ -116,9 +122,13 @@ def test_firmware_caches_twin_redirect_failopen_restart(fpga, tmp_path):
 
     def check_redirection(fc, what):
         """Learn the caches on port 1, then client traffic on port 0: equal to the model's
-        prediction from the firmware's register writes; some GRE and some L2 redirects."""
+        prediction from the firmware's register writes; some GRE and some L2 redirects; the
+        FPGA's per-(slot, cache) and per-bucket counter registers grew as the model's did."""
         ref = replay(read_spi_log(spi_log)).model
         assert ref.redirect_enabled(), what
+        slots = _slots(ref)
+        before = {s: (t.read(R.CACHECNT_BASE + R.CACHECNT_STRIDE * s, 64)[0::2],
+                      t.read(R.BUCKETCNT_BASE + R.BUCKETCNT_STRIDE * s, 256)) for s in slots.values()}
         gre = l2 = 0
         for port, frames in ((1, learn_frames()), (0, client_frames())):
             want = predict(ref, port, frames)
@@ -132,21 +142,35 @@ def test_firmware_caches_twin_redirect_failopen_restart(fpga, tmp_path):
                     elif f[:6] in (cache_macs[caches_gre[0]], cache_macs[caches_gre[1]]) and f[23] == 47:
                         gre += 1
         assert gre >= 4 and l2 >= 4, (what, gre, l2)
+        rc = ref.counters()
+        for s in slots.values():
+            cf = t.read(R.CACHECNT_BASE + R.CACHECNT_STRIDE * s, 64)[0::2]
+            bh = t.read(R.BUCKETCNT_BASE + R.BUCKETCNT_STRIDE * s, 256)
+            assert [a - b for a, b in zip(cf, before[s][0], strict=True)] == rc["cache_frames"][s], (what, s)
+            assert [a - b for a, b in zip(bh, before[s][1], strict=True)] == rc["bucket_hits"][s], (what, s)
 
-    fw = start_fw()
     t = tw.transport()
     fc = tw.frame_client()
+    fw = start_fw()
 
     async def scenario():
         nonlocal fw
         async with cs.CacheSim(members):
             await _poll(lambda: _assigned(fw.status(), 0) and _assigned(fw.status(), 91), 30, "both groups assigned")
-            # the assignment in the FPGA's registers
-            s0, ctrl0 = _slot_of(t, 0)
-            s91, ctrl91 = _slot_of(t, 91)
-            assert s0 is not None and s91 is not None and s0 != s91
-            assert (ctrl0 >> 1) & 3 == R.ASSIGN_HASH and (ctrl0 >> 16) & 0x3F == 2
-            assert (ctrl91 >> 1) & 3 == R.ASSIGN_MASK and (ctrl91 >> 8) & 7 == 1 and (ctrl91 >> 16) & 0x3F == 1
+            # the firmware's register writes carry exactly the assignment it reports
+            st = fw.status()
+            regs = replay(read_spi_log(spi_log)).model
+            live = regs._live
+            slots = _slots(regs)
+            assert set(slots) == {0, 91}
+            g0, g91 = _group(st, 0), _group(st, 91)
+            sl0, sl91 = live.slots[slots[0]], live.slots[slots[91]]
+            assert list(sl0.hash) == g0["assignment"]["buckets"]
+            assert [cs.int2ip(c[0]) for c in sl0.caches] == g0["assignment"]["caches"]
+            assert g91["assignment"]["type"] == "mask" and g91["assignment"]["caches"] == [cache_l2]
+            assert sl91.mask is not None and [cs.int2ip(c[0]) for c in sl91.caches] == [cache_l2]
+            assert [c[1] for c in sl91.caches] == [2] and {c[1] for c in sl0.caches} == {1}    # L2 / GRE
+            # and the FPGA took them: readable state over the socket
             assert t.read(R.ROUTER_ID, 1)[0] == ip2int(router)
             assert t.read(R.STATUS, 1)[0] & R.STATUS_ACTIVE
             assert t.read(R.COMMIT, 1)[0] >= 1
