@@ -24,6 +24,14 @@ MAX_SLICE = 5000            # longest idle advance (cycles) before looking at th
 MAX_DEBT_S = 0.5            # sim lagging the wall clock by more than this: forget the debt
 
 
+def _int(v):
+    """Value of a signal/memory word; X/Z bits (unwritten memory on Icarus) read as 0."""
+    try:
+        return int(v)
+    except ValueError:
+        return int("".join(c if c in "01" else "0" for c in str(v)), 2)
+
+
 class _Port:
     def __init__(self, dut, p, nslot):
         self.p = p
@@ -75,10 +83,10 @@ class _Port:
         head = int(self.cap_head_sig.value)
         while self.cap_tail != head:
             slot = self.cap_tail % self.nslot
-            v = int(self._h(self._cap_len, self.cap.len, slot).value)
+            v = _int(self._h(self._cap_len, self.cap.len, slot).value)
             n = v & 0xFFF
             base = slot * SLOT_WORDS
-            words = [int(self._h(self._cap_mem, self.cap.mem, base + i).value) for i in range((n + 3) // 4)]
+            words = [_int(self._h(self._cap_mem, self.cap.mem, base + i).value) for i in range((n + 3) // 4)]
             data = b"".join(w.to_bytes(4, "big") for w in words)[:n]
             out.append((data, bool(v & 0x8000)))
             self.cap_tail = (self.cap_tail + 1) & 0xFFFF
@@ -138,7 +146,7 @@ class _Spi:
                     h = self._rx.get(i)
                     if h is None:
                         h = self._rx[i] = self.dut.rb_rx[i]
-                    miso[5 + 4 * i:9 + 4 * i] = int(h.value).to_bytes(4, "big")
+                    miso[5 + 4 * i:9 + 4 * i] = _int(h.value).to_bytes(4, "big")
             c = self.client
             self.client = None
             return c, bytes(miso)
@@ -147,7 +155,7 @@ class _Spi:
             h = self._rx.get(i)
             if h is None:
                 h = self._rx[i] = self.dut.spi_rx[i]
-            words.append(int(h.value))
+            words.append(_int(h.value))
         c = self.client
         self.client = None
         return c, b"".join(w.to_bytes(4, "big") for w in words)[:n]
