@@ -155,21 +155,28 @@ def test_bad_socket_input_is_refused_not_fatal(fpga, tmp_path):
     import struct
     tw = _start(fpga, tmp_path, 2)
     try:
-        for addr in (tw.spi, tw.frames):
+        for addr, n in ((tw.spi, 0x7FFFFFFF), (tw.frames, 0x7FFFFFFF), (tw.spi, 2049), (tw.frames, 0)):
             h, p = addr.split(":")
             s = socket.create_connection((h, int(p)), timeout=10)
-            s.sendall(struct.pack(">I", 0x7FFFFFFF) + b"junk")
+            s.sendall(struct.pack(">I", n) + b"junk")
             assert s.recv(10) == b""            # closed by the twin
             s.close()
+        t = tw.transport()
+        assert t.read(R.ID, 1) == [R.ID_VALUE]
+        assert t._xfer(b"\x03\x00") == bytes(2)       # a transaction too short to mean anything
+        t.write(0xFFFF00, [1, 2, 3])               # unmapped: ignored
+        assert t.read(0xFFFF00, 3) == [0, 0, 0]
         fc = tw.frame_client()
         fc.send(0, b"\x09" * 70)                # a frame too short / bad FCS: dropped and counted
         fc._msg(bytes([0x77]))                  # unknown message kind: counted
+        fc.send(0, b"\x05" * 3000)              # longer than any frame: dropped and counted
         f = ether(GW_MAC, APPL_MAC, bytes(50))
         fc.send(0, f)
         assert fc.barrier() == [(1, f)]
         dp = FpgaDataPlane(tw.transport())
-        assert dp.counters()["rx_bad_fcs"] == [1, 0]
-        assert fc.stats()["bad_input"] >= 3
+        c = dp.counters()
+        assert c["rx_bad_fcs"][0] + c["rx_oversize"][0] == 2 and c["rx_frames"] == [3, 0]
+        assert fc.stats()["bad_input"] >= 5
     finally:
         tw.stop()
 

@@ -40,7 +40,7 @@ from wccp.fwdmodel import fcs_ok, with_fcs
 
 KIND_BARRIER = 0xFE
 KIND_STATS = 0xFD
-MAX_SPI = 4 + 4 * 1024 + 16
+MAX_SPI = 2048                  # the RTL wrapper's transaction buffer (SPI_WORDS = 512 words)
 MAX_FRAME_MSG = 16384
 TUNSETIFF = 0x400454CA
 IFF_TAP = 0x0002
