@@ -166,8 +166,15 @@ def start(fpga="rtl", sim="verilator", bus="regbus", spi="127.0.0.1:7470", frame
     while not os.path.exists(ready_file):
         if proc.poll() is not None:
             tw.stop()
-            raise TwinError("twin service exited with %s before it was ready%s" % (
-                proc.returncode, (" (log: %s)" % log_file) if log_file else ""))
+            tail = ""
+            if log_file:
+                try:
+                    with open(log_file, errors="replace") as f:
+                        lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+                    tail = ": " + " | ".join(lines[-3:]) + " (log: %s)" % log_file
+                except OSError:
+                    pass
+            raise TwinError("twin service exited with %s before it was ready%s" % (proc.returncode, tail))
         if time.monotonic() > deadline:
             tw.stop()
             raise TwinError("twin service not ready after %.0f s" % ready_timeout)
@@ -291,8 +298,11 @@ def _run_factory(Backend, fpga, sim):
                 state = str(DEFAULT_STATE)
             os.makedirs(state, exist_ok=True)
             log = os.path.join(state, "twin.log")
-        tw = start(fpga=fpga, sim=sim, spi=spi, frames=frames, pcap_out=pcap_out, netns=topo, log_file=log,
-                   bus=env.get("WCCP_TWIN_BUS", "regbus"))
+        try:
+            tw = start(fpga=fpga, sim=sim, spi=spi, frames=frames, pcap_out=pcap_out, netns=topo, log_file=log,
+                       bus=env.get("WCCP_TWIN_BUS", "regbus"))
+        except Exception as e:  # noqa: BLE001 - a clear message instead of a traceback
+            raise SystemExit("wccp run: digital twin: %s" % e) from None
         what = ("RTL fpga_core under cocotb + %s" % sim) if fpga == "rtl" else "twin fast mode (register map + model)"
         lines = ["digital twin: %s, pid %d" % (what, tw.proc.pid),
                  "                 SPI socket %s (the firmware's FpgaDataPlane)" % spi,

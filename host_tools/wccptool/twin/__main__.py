@@ -69,7 +69,11 @@ def main(argv=None):
     _die_with_parent()
     if a.fpga == "model":
         from wccptool.twin import model
-        model.serve(cfg)
+        try:
+            model.serve(cfg)
+        except OSError as e:
+            print("wccptool.twin: %s" % e, file=sys.stderr)
+            return 1
         return 0
     from wccptool.twin import rtl
     if a.build_only:

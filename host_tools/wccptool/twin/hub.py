@@ -70,7 +70,11 @@ def listen(spec):
         except FileNotFoundError:
             pass
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(addr)
+    try:
+        s.bind(addr)
+    except OSError as e:
+        s.close()
+        raise OSError(e.errno, "cannot listen on %s: %s (another twin running?)" % (spec, e.strerror)) from None
     s.listen(8)
     s.setblocking(False)
     return s
