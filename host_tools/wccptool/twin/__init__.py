@@ -157,6 +157,7 @@ def start(fpga="rtl", sim="verilator", bus="regbus", spi="127.0.0.1:7470", frame
     env = dict(os.environ)
     env.pop("PYTEST_CURRENT_TEST", None)
     out = open(log_file, "ab") if log_file else None
+    log_start = out.tell() if out is not None else 0
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                             start_new_session=True)
     if out is not None:
@@ -169,8 +170,10 @@ def start(fpga="rtl", sim="verilator", bus="regbus", spi="127.0.0.1:7470", frame
             tail = ""
             if log_file:
                 try:
-                    with open(log_file, errors="replace") as f:
-                        lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+                    with open(log_file, "rb") as f:
+                        f.seek(log_start)
+                        text = f.read().decode(errors="replace")
+                    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
                     tail = ": " + " | ".join(lines[-3:]) + " (log: %s)" % log_file
                 except OSError:
                     pass
