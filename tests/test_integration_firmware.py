@@ -350,10 +350,11 @@ def test_capability_mismatch_and_wrong_receive_id_stay_unusable(tmp_path):
 
 
 def test_hia_flood_from_spoofed_addresses_keeps_usable_caches(tmp_path):
-    # a fixed MicroPython heap (2 MB, the unix port's default on 64-bit, made explicit): unbounded
-    # per-source state would hit MemoryError. (At 1 MB the firmware's app.send() address cache
-    # raised MemoryError out of the reader task on 2026-11-30 — reported; lower this once fixed.)
-    r = Firmware(tmp_path, "r", fw_config("127.41.7.1"), 18461, heapsize="2m")
+    # a small fixed MicroPython heap (1 MB; the unix port's default is 2 MB): unbounded
+    # per-source state would hit MemoryError. (Before app.py commit 0029c35 a per-destination
+    # address cache raised MemoryError out of the reader task here. At 512 KB WCCP survives
+    # but GET /status intermittently closes without an answer while 34 caches are known.)
+    r = Firmware(tmp_path, "r", fw_config("127.41.7.1"), 18461, heapsize="1m")
     ms = members(["127.41.7.11", "127.41.7.12"], ["127.41.7.1"])
     n_flood = 3000
 
@@ -397,6 +398,7 @@ def test_hia_flood_from_spoofed_addresses_keeps_usable_caches(tmp_path):
             assert st["total_caches"] <= 2 + 32                        # limits.max_pending default 32
             assert g["counters"]["pending_evicted"] >= got - 32 - 10 * 4
             assert st["drops"].get("no_memory", 0) == 0 and st["drops"].get("internal_error", 0) == 0
+            assert st["app"]["udp_rx_errors"] == 0, st["app"]        # no exception swallowed by the reader
             assert r.rss_kb() - rss0 < 1024, (rss0, r.rss_kb())       # resident memory did not grow
             assert states(st)["127.41.7.11"] == "usable" and states(st)["127.41.7.12"] == "usable"
             assert g["assignment"] == before
