@@ -255,6 +255,20 @@ class App:
         st["app"].update(self.stats)
         return st
 
+    def _status_json(self):
+        """The status document, or None when the heap cannot hold it right now."""
+        for _ in range(2):
+            try:
+                return json.dumps(self.status())
+            except MemoryError:
+                self.stats["http_errors"] += 1
+                try:
+                    import gc
+                    gc.collect()
+                except ImportError:
+                    pass
+        return None
+
     async def http_client(self, reader, writer):
         self.stats["http_requests"] += 1
         try:
@@ -271,7 +285,11 @@ class App:
             elif parts[0] != "GET":
                 code, ctype, body = "405 Method Not Allowed", "text/plain", "only GET\n"
             elif parts[1].split("?")[0] in ("/status", "/status.json"):
-                code, ctype, body = "200 OK", "application/json", json.dumps(self.status())
+                body = self._status_json()
+                if body is None:
+                    code, ctype, body = "503 Service Unavailable", "text/plain", "out of memory, retry\n"
+                else:
+                    code, ctype = "200 OK", "application/json"
             elif parts[1] == "/":
                 code, ctype, body = "200 OK", "text/plain", "WCCPv2 router; GET /status for JSON state\n"
             else:
