@@ -43,10 +43,16 @@ module fpga_core #(
     assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid | st_rvalid;
     assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : st_rvalid ? st_rdata : rg_rdata;
     wire        dbg_sel = dbg_reg_wr | dbg_reg_rd;
-    wire [23:0] reg_addr  = dbg_sel ? dbg_reg_addr : spi_addr;
-    wire        reg_wr    = dbg_reg_wr | spi_wr;
-    wire        reg_rd    = dbg_reg_rd | spi_rd;
-    wire [31:0] reg_wdata = dbg_reg_wr ? dbg_reg_wdata : spi_wdata;
+    // the bus is registered once before the register file (timing)
+    reg  [23:0] reg_addr;
+    reg         reg_wr, reg_rd;
+    reg  [31:0] reg_wdata;
+    always @(posedge clk) begin
+        reg_addr  <= dbg_sel ? dbg_reg_addr : spi_addr;
+        reg_wr    <= !rst && (dbg_reg_wr | spi_wr);
+        reg_rd    <= !rst && (dbg_reg_rd | spi_rd);
+        reg_wdata <= dbg_reg_wr ? dbg_reg_wdata : spi_wdata;
+    end
     assign dbg_reg_rdata = reg_rdata;
     assign dbg_reg_rvalid = reg_rvalid;
 

@@ -33,8 +33,11 @@ module wccp_bank_ram #(
         for (i = 0; i < (1 << (AW + 1)); i = i + 1) mem[i] = {DW{1'b0}};
     end
 
+    // two-stage read (RAM output register): data 2 cycles after the address
+    reg [DW-1:0] rd_q;
     always @(posedge clk) begin
-        rd_data <= mem[{live, rd_addr}];
+        rd_q <= mem[{live, rd_addr}];
+        rd_data <= rd_q;
     end
 
     always @(posedge clk) begin

@@ -23,7 +23,7 @@ module wccp_cnt_ram #(
 );
     localparam DW = BYTES ? 64 : 32;
     reg [DW-1:0] mem [0:(1 << AW) - 1];
-    reg [DW-1:0] q;
+    reg [DW-1:0] q, q2;
     reg [AW-1:0] raddr, waddr;
     reg          we;
     reg [DW-1:0] wdata;
@@ -32,8 +32,9 @@ module wccp_cnt_ram #(
     reg [AW-1:0] p0_idx, p1_idx, ph_idx;
     reg [11:0]   p0_b, p1_b;
 
-    // op in flight: 0 none, 1 host read, 2 increment
+    // op: 0 idle/issue, 1 wait, 2 result (host read data / increment computed), 3 write
     reg [1:0]    op;
+    reg          op_inc;
     reg [11:0]   op_b;
     reg          op_hi;
 
@@ -49,6 +50,7 @@ module wccp_cnt_ram #(
         if (clearing) mem[cidx] <= {DW{1'b0}};
         else if (we) mem[waddr] <= wdata;
         q <= mem[raddr];
+        q2 <= q;          // second read stage: data 2 cycles after the address
     end
     always @(posedge clk) begin
         if (rst) begin
@@ -63,9 +65,9 @@ module wccp_cnt_ram #(
     wire [DW-1:0] inc;
     generate
         if (BYTES) begin : g_bytes
-            assign inc = {q[DW-1:32] + {20'd0, op_b}, q[31:0] + 32'd1};
+            assign inc = {q2[DW-1:32] + {20'd0, op_b}, q2[31:0] + 32'd1};
         end else begin : g_frames
-            assign inc = q + 1'b1;
+            assign inc = q2 + 1'b1;
             wire unused_b = &{1'b0, op_b, op_hi};
         end
     endgenerate
@@ -90,22 +92,24 @@ module wccp_cnt_ram #(
                 if (clearing) begin
                     // hold pending events until the RAM is cleared
                 end else if (ph) begin
-                    op <= 2'd1; op_hi <= ph_hi; ph <= rd;
+                    op <= 2'd1; op_inc <= 1'b0; op_hi <= ph_hi; ph <= rd;
                 end else if (p0) begin
-                    op <= 2'd2; op_b <= p0_b; waddr <= p0_idx; p0 <= ev0;
+                    op <= 2'd1; op_inc <= 1'b1; op_b <= p0_b; waddr <= p0_idx; p0 <= ev0;
                 end else if (p1) begin
-                    op <= 2'd2; op_b <= p1_b; waddr <= p1_idx; p1 <= ev1;
+                    op <= 2'd1; op_inc <= 1'b1; op_b <= p1_b; waddr <= p1_idx; p1 <= ev1;
                 end
             end
-            2'd1: begin
-                rvalid <= 1'b1;
-                rdata <= (BYTES != 0 && op_hi) ? q[DW-1:DW-32] : q[31:0];
-                op <= 2'd0;
-            end
+            2'd1: op <= 2'd2;
             2'd2: begin
-                we <= 1'b1;
-                wdata <= inc;
-                op <= 2'd3;
+                if (op_inc) begin
+                    we <= 1'b1;
+                    wdata <= inc;
+                    op <= 2'd3;
+                end else begin
+                    rvalid <= 1'b1;
+                    rdata <= (BYTES != 0 && op_hi) ? q2[DW-1:DW-32] : q2[31:0];
+                    op <= 2'd0;
+                end
             end
             default: op <= 2'd0;          // write cycle; the next read sees the new value
             endcase

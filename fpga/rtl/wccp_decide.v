@@ -98,7 +98,10 @@ module wccp_decide #(
     localparam S_IDLE = 5'd0, S_CLASS = 5'd1, S_SISSUE = 5'd2, S_SCHK = 5'd3, S_SLEARN = 5'd4,
                S_DEC = 5'd5, S_B1 = 5'd6, S_B2 = 5'd7, S_M0 = 5'd8, S_M1 = 5'd9, S_M2 = 5'd10,
                S_CIDX = 5'd11, S_C = 5'd12, S_OUT = 5'd13, S_GRE = 5'd14, S_MA = 5'd15,
-               S_CLASS2 = 5'd16, S_H = 5'd17, S_MT = 5'd18, S_GRE2 = 5'd19, S_GRE3 = 5'd20;
+               S_CLASS2 = 5'd16, S_H = 5'd17, S_MT = 5'd18, S_GRE2 = 5'd19, S_GRE3 = 5'd20,
+               S_WAIT = 5'd21;
+    // table reads have a 2-cycle latency (registered RAM outputs): issue state -> S_WAIT -> wnext
+    reg [4:0] wnext;
     reg [4:0] state;
     assign busy = (state != S_IDLE);
 
@@ -324,7 +327,8 @@ module wccp_decide #(
             end
             S_SISSUE: begin
                 if ({1'b0, sc_idx} < sc_ncache) begin
-                    state <= S_SCHK;
+                    state <= S_WAIT;
+                    wnext <= S_SCHK;
                 end else begin
                     sc_idx <= 5'd0;
                     sc_slot <= sc_slot + 3'd1;
@@ -401,7 +405,11 @@ module wccp_decide #(
                     end
                 end
             end
-            S_H: state <= S_B1;      // bucket read issued from the registered index
+            S_H: begin               // bucket read issued from the registered index
+                state <= S_WAIT;
+                wnext <= S_B1;
+            end
+            S_WAIT: state <= wnext;
             S_B1: begin
                 ev_bucket <= 1'b1;
                 ev_bucket_idx <= pb;
@@ -411,7 +419,8 @@ module wccp_decide #(
                     state <= S_OUT;
                 end else if (bsel(bk_rdata, pb[1:0]) >= 8'h80) begin
                     alt_used <= 1'b1;
-                    state <= S_B2;
+                    state <= S_WAIT;
+                    wnext <= S_B2;
                 end else begin
                     cidx <= bsel_lo7(bk_rdata, pb[1:0]);
                     state <= S_CIDX;
@@ -426,16 +435,23 @@ module wccp_decide #(
                     state <= S_CIDX;
                 end
             end
-            S_MA: state <= S_M0;
+            S_MA: begin
+                state <= S_WAIT;
+                wnext <= S_M0;
+            end
             S_M0: begin
                 mw0 <= mp_rdata;
-                state <= S_M1;
+                state <= S_WAIT;
+                wnext <= S_M1;
             end
             S_M1: begin
                 cidx <= midx;
                 state <= S_MT;
             end
-            S_MT: state <= S_M2;     // mask table read issued from the registered index
+            S_MT: begin              // mask table read issued from the registered index
+                state <= S_WAIT;
+                wnext <= S_M2;
+            end
             S_M2: begin
                 if (bsel(mt_rdata, cidx[1:0]) != 8'hFF) begin
                     cidx <= bsel_lo7(mt_rdata, cidx[1:0]);
@@ -453,7 +469,8 @@ module wccp_decide #(
                     ev_cause[C_UNASS] <= 1'b1;
                     state <= S_OUT;
                 end else begin
-                    state <= S_C;
+                    state <= S_WAIT;
+                    wnext <= S_C;
                 end
             end
             S_C: begin

@@ -1,4 +1,5 @@
-// Simple dual-port RAM: one write port, one registered read port (ECP5 DP16KD / LUT RAM).
+// Simple dual-port RAM: one write port, one read port with two register stages
+// (ECP5 DP16KD with output register): data 2 cycles after the address.
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_ram #(
@@ -17,9 +18,11 @@ module wccp_ram #(
     initial begin
         for (i = 0; i < (1 << AW); i = i + 1) mem[i] = {DW{1'b0}};
     end
+    reg [DW-1:0] rd_q;
     always @(posedge clk) begin
         if (wr_en) mem[wr_addr] <= wr_data;
-        rd_data <= mem[rd_addr];
+        rd_q <= mem[rd_addr];
+        rd_data <= rd_q;
     end
 endmodule
 `default_nettype wire

@@ -47,44 +47,45 @@ module wccp_stats (
 
     // sweeper
     reg  [5:0]  sw;          // word being folded
-    reg         phase;
-    reg  [5:0]  snap_f;
+    reg  [1:0]  phase;       // 0 read + snapshot, 1 wait, 2 add, 3 write
+    reg  [7:0]  snap_f;
+    reg  [63:0] wsum;
     reg  [15:0] snap_b;
-    wire [N*6-1:0]  acc_f;
+    wire [N*8-1:0]  acc_f;
     wire [N*16-1:0] acc_b;
-    wire        take = !phase;     // snapshot/clear accumulator `sw` in phase 0
+    wire        take = (phase == 2'd0);     // snapshot/clear accumulator `sw` in phase 0
 
     genvar g;
     generate
         for (g = 0; g < N; g = g + 1) begin : g_acc
-            reg [5:0]  f;
+            reg [7:0]  f;
             reg [15:0] b;
             wire       clr = take && (sw == g);
             always @(posedge clk) begin
                 if (rst) begin
-                    f <= 6'd0;
+                    f <= 8'd0;
                     b <= 16'd0;
                 end else begin
-                    f <= (clr ? 6'd0 : f) + {5'd0, inc[g]};
+                    f <= (clr ? 8'd0 : f) + {7'd0, inc[g]};
                     b <= (clr ? 16'd0 : b) + (inc[g] ? {4'd0, inc_b[g*12 +: 12]} : 16'd0);
                 end
             end
-            assign acc_f[g*6 +: 6] = f;
+            assign acc_f[g*8 +: 8] = f;
             assign acc_b[g*16 +: 16] = b;
         end
     endgenerate
 
     // accumulator selected by the sweeper (AND-OR, no priority chain)
-    reg [21:0] snap_mux;
+    reg [23:0] snap_mux;
     integer k;
     always @(*) begin
-        snap_mux = 22'd0;
+        snap_mux = 24'd0;
         for (k = 0; k < N; k = k + 1)
-            snap_mux = snap_mux | ({22{sw == k[5:0]}} & {acc_b[k*16 +: 16], acc_f[k*6 +: 6]});
+            snap_mux = snap_mux | ({24{sw == k[5:0]}} & {acc_b[k*16 +: 16], acc_f[k*8 +: 8]});
     end
 
     reg [63:0] mem [0:63];
-    reg [63:0] q;
+    reg [63:0] q, q2;
     initial begin
         for (i = 0; i < 64; i = i + 1) mem[i] = 64'd0;
     end
@@ -92,25 +93,28 @@ module wccp_stats (
     reg clearing;
     always @(posedge clk) begin
         q <= mem[sw];
+        q2 <= q;
         if (clearing) mem[sw] <= 64'd0;
-        else if (phase) mem[sw] <= {q[63:32] + {16'd0, snap_b}, q[31:0] + {26'd0, snap_f}};
+        else if (phase == 2'd3) mem[sw] <= wsum;
     end
     always @(posedge clk) begin
         if (rst) begin
             sw <= 6'd0;
-            phase <= 1'b0;
+            phase <= 2'd0;
             clearing <= 1'b1;
         end else if (clearing) begin
             sw <= sw + 6'd1;
             if (&sw) clearing <= 1'b0;
         end else begin
-            phase <= ~phase;
-            if (!phase) begin
-                snap_f <= snap_mux[5:0];
-                snap_b <= snap_mux[21:6];
-            end else begin
-                sw <= (sw == N - 1) ? 6'd0 : sw + 6'd1;
+            phase <= phase + 2'd1;
+            if (phase == 2'd0) begin
+                snap_f <= snap_mux[7:0];
+                snap_b <= snap_mux[23:8];
             end
+            if (phase == 2'd2)
+                wsum <= {q2[63:32] + {16'd0, snap_b}, q2[31:0] + {24'd0, snap_f}};
+            if (phase == 2'd3)
+                sw <= (sw == N - 1) ? 6'd0 : sw + 6'd1;
         end
     end
 

@@ -36,8 +36,8 @@ async def test_banks(dut):
 
     async def read(a):
         d.rd_addr.value = a
-        await RisingEdge(d.clk)
-        await RisingEdge(d.clk)
+        for _ in range(3):          # two read register stages
+            await RisingEdge(d.clk)
         return int(d.rd_data.value)
 
     async def write(a, v):
