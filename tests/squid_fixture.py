@@ -9,6 +9,7 @@
 Every process started here is killed by its process group (``stop()``; ``kill_all()`` at exit).
 """
 import atexit
+import fcntl
 import os
 import pathlib
 import shutil
@@ -16,6 +17,7 @@ import signal
 import socket
 import struct
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -224,12 +226,30 @@ class Squid:
 class Capture:
     """dumpcap on lo with a capture filter; classic pcap output."""
 
-    def __init__(self, path, bpf):
+    def __init__(self, path, bpf, lock=None):
         self.path = pathlib.Path(path)
         self.bpf = bpf
         self.proc = None
+        self.lock_name = lock
+        self.lock = None
+
+    def _acquire(self, timeout=600):
+        """Exclusive per-subnet lock (another pytest session may run the same scenario)."""
+        self.lock = open(os.path.join(tempfile.gettempdir(), "wccp-squid-interop-%s.lock" % self.lock_name), "w")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("subnet %s busy for %d s (another test session?)"
+                                       % (self.lock_name, timeout)) from None
+                time.sleep(0.2)
 
     def start(self, probe_addr=None):
+        if self.lock_name:
+            self._acquire()
         self.err = open(str(self.path) + ".stderr", "wb")
         self.proc = _spawn(["dumpcap", "-q", "-P", "-i", "lo", "-f", self.bpf, "-w", str(self.path)],
                            stdout=subprocess.DEVNULL, stderr=self.err)
@@ -268,6 +288,9 @@ class Capture:
         if getattr(self, "err", None):
             self.err.close()
             self.err = None
+        if self.lock is not None:
+            self.lock.close()                 # releases the flock
+            self.lock = None
 
     def udp_packets(self, sync=True, port=None):
         """[{"t", "src", "sport", "dst", "dport", "ip_id", "payload"}] of IPv4/UDP frames so far."""

@@ -22,8 +22,10 @@ def _net(n):
 
 
 def _capture(tmp_path, n):
-    return Capture(tmp_path / "wccp.pcap",
-                   "(udp port 2048 or udp port 9) and net 127.51.%d.0/24" % n).start(probe_addr=_net(n) + "1")
+    """Start capturing 127.51.<n>.0/24. Holds a lock on that subnet until cap.stop(), so two
+    pytest sessions running this module at the same time take turns per scenario."""
+    return Capture(tmp_path / "wccp.pcap", "(udp port 2048 or udp port 9) and net 127.51.%d.0/24" % n,
+                   lock="127.51.%d" % n).start(probe_addr=_net(n) + "1")
 
 
 def _wccp(cap, **match):
@@ -67,8 +69,8 @@ def test_squid_sends_here_i_am(squid_bins, tmp_path, kind):  # noqa: F811
     dissects cleanly; nothing answers, so the Receive ID stays 0."""
     n = 1 if kind == "debian" else 2
     router, cache = _net(n) + "1", _net(n) + "2"
-    lis = _udp_listener(router)
     cap = _capture(tmp_path, n)
+    lis = _udp_listener(router)
     sq = Squid(squid_bins, kind, tmp_path / "squid", cache, [router]).start()
     try:
         got = []
