@@ -744,7 +744,9 @@ class Router:
             b = a["buckets"]
             for n in range(256):
                 v = b[n]
-                if v != 0xFF and not v & 0x80 and v == i:
+                # an alternate-flagged entry also names a cache when it is reached by the
+                # secondary lookup (whose own alt flag is ignored): purge those too
+                if v != 0xFF and (v & 0x7F) == i:
                     b[n] = 0xFF
         else:
             for s in a["sets"]:
@@ -960,7 +962,9 @@ class Router:
             if v == 0xFF:
                 b[k] = 0xFF
             elif v & 0x80:
-                b[k] = 0x80 | ((v & 0x7F) if (v & 0x7F) < n else 0)
+                # kept only if the index is also a usable cache (secondary-lookup role)
+                j = v & 0x7F
+                b[k] = (0x80 | j) if (j < n and ok[j]) else 0xFF
             elif v < n and ok[v]:
                 b[k] = v
             else:

@@ -755,6 +755,24 @@ def test_shutdown_removes_at_once_with_response():
     assert cache_state(r, "127.0.0.2") == "usable"
 
 
+def test_removed_cache_purged_from_alternate_entries():
+    # alt-flagged entries name a cache when reached by the secondary lookup: a removed
+    # cache must disappear from them too, and unknown indices never survive an RA
+    r, dp = make()
+    m = _two_caches(r)
+    mcn = m["router_view"]["member_change_number"]
+    b = bytes([(0x80 | 1) if i % 2 else 0 for i in range(254)] + [0x80 | 5, 0x80 | 0])
+    r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2", "127.0.0.3"], b, alt=True),
+              "127.0.0.2", 2048, R, 0)
+    assert r.counters["ra_accepted"] == 1
+    h = dp.live[0]["hash"]
+    assert h[1] == 0x81 and h[0] == 0 and h[254] == 0xFF and h[255] == 0x80
+    r.receive(hia("127.0.0.3", _last_rid(r, "127.0.0.3"), shutdown=True), "127.0.0.3", 2048, R, 5)
+    h = dp.live[0]["hash"]
+    assert all(v == 0xFF or (v & 0x7F) == 0 for v in h)
+    assert h[1] == 0xFF and h[0] == 0 and h[255] == 0x80
+
+
 # ------------------------------------------------------------------------ MD5
 
 def test_md5_per_group():
