@@ -23,7 +23,7 @@ $(VENV)/.stamp: requirements.txt pyproject.toml scripts/setup-venv.sh
 setup: system $(VENV)/.stamp
 
 run: setup
-	$(VENV)/bin/wccp run
+	$(VENV)/bin/wccp run --fpga $${FPGA:-rtl}
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
