@@ -99,7 +99,7 @@ module wccp_decide #(
                S_DEC = 5'd5, S_B1 = 5'd6, S_B2 = 5'd7, S_M0 = 5'd8, S_M1 = 5'd9, S_M2 = 5'd10,
                S_CIDX = 5'd11, S_C = 5'd12, S_OUT = 5'd13, S_GRE = 5'd14, S_MA = 5'd15,
                S_CLASS2 = 5'd16, S_H = 5'd17, S_MT = 5'd18, S_GRE2 = 5'd19, S_GRE3 = 5'd20,
-               S_WAIT = 5'd21;
+               S_WAIT = 5'd21, S_PRE = 5'd22;
     // table reads have a 2-cycle latency (registered RAM outputs): issue state -> S_WAIT -> wnext
     reg [4:0] wnext;
     reg [4:0] state;
@@ -142,6 +142,10 @@ module wccp_decide #(
 
     reg [2:0] msl;
     reg [7:0] smatch_r;
+    reg [1:0] r_assign;
+    reg [2:0] r_nsets;
+    reg [5:0] r_ncache;
+    reg       r_fromc, r_toobig;
     reg       mfound;
     reg [2:0] first_slot;
     reg       any_slot;
@@ -307,6 +311,7 @@ module wccp_decide #(
                 sc_idx <= 5'd0;
                 act_start <= f_start;
                 smatch_r <= smatch;
+                r_toobig <= (gre_tl > mtu);
                 gre_tl_r <= gre_tl;
                 r_ret_hit <= ret_hit;
                 r_ret_bad <= ret_bad;
@@ -323,7 +328,7 @@ module wccp_decide #(
             S_CLASS2: begin
                 msl <= first_slot;
                 mfound <= any_slot;
-                state <= f_ip_ok ? S_SISSUE : S_DEC;
+                state <= f_ip_ok ? S_SISSUE : S_PRE;
             end
             S_SISSUE: begin
                 if ({1'b0, sc_idx} < sc_ncache) begin
@@ -332,7 +337,7 @@ module wccp_decide #(
                 end else begin
                     sc_idx <= 5'd0;
                     sc_slot <= sc_slot + 3'd1;
-                    if (sc_slot == 3'd7) state <= S_DEC;
+                    if (sc_slot == 3'd7) state <= S_PRE;
                 end
             end
             S_SCHK: begin
@@ -351,7 +356,7 @@ module wccp_decide #(
                 if (sc_idx == 5'd31) begin
                     sc_idx <= 5'd0;
                     sc_slot <= sc_slot + 3'd1;
-                    if (sc_slot == 3'd7 && ca_rdata != f_sip) state <= S_DEC;
+                    if (sc_slot == 3'd7 && ca_rdata != f_sip) state <= S_PRE;
                 end else begin
                     sc_idx <= sc_idx + 5'd1;
                 end
@@ -360,8 +365,18 @@ module wccp_decide #(
                 if (lr_ack) begin
                     lr_valid <= 1'b0;
                     // sc_slot wrapped to 0 after slot 7 / index 31: scan finished
-                    state <= (sc_slot == 3'd0 && sc_idx == 5'd0) ? S_DEC : S_SISSUE;
+                    state <= (sc_slot == 3'd0 && sc_idx == 5'd0) ? S_PRE : S_SISSUE;
                 end
+            end
+            S_PRE: begin
+                // register everything S_DEC needs about the matched slot (timing)
+                r_assign <= m_assign;
+                r_nsets <= m_nsets;
+                r_ncache <= m_ncache;
+                r_fromc <= ipm[msl] | macm[msl];
+                pb <= b1;
+                ab <= b2;
+                state <= S_DEC;
             end
             S_DEC: begin
                 state <= S_OUT;
@@ -390,14 +405,12 @@ module wccp_decide #(
                 end else begin
                     ev_slot <= 1'b1;
                     ev_slot_idx <= msl;
-                    if (ipm[msl] || macm[msl]) begin
+                    if (r_fromc) begin
                         ev_cause[C_FROMC] <= 1'b1;
-                    end else if (m_assign == 2'd1) begin
-                        pb <= b1;
-                        ab <= b2;
+                    end else if (r_assign == 2'd1) begin
                         is_hash <= 1'b1;
                         state <= S_H;
-                    end else if (m_assign == 2'd2 && m_nsets != 3'd0) begin
+                    end else if (r_assign == 2'd2 && r_nsets != 3'd0) begin
                         mset <= 3'd0;
                         state <= S_MA;
                     end else begin
@@ -456,7 +469,7 @@ module wccp_decide #(
                 if (bsel(mt_rdata, cidx[1:0]) != 8'hFF) begin
                     cidx <= bsel_lo7(mt_rdata, cidx[1:0]);
                     state <= S_CIDX;
-                end else if (mset + 3'd1 < m_nsets) begin
+                end else if (mset + 3'd1 < r_nsets) begin
                     mset <= mset + 3'd1;
                     state <= S_MA;
                 end else begin
@@ -465,7 +478,7 @@ module wccp_decide #(
                 end
             end
             S_CIDX: begin
-                if ({1'b0, cidx} >= {2'b0, m_ncache}) begin
+                if ({1'b0, cidx} >= {2'b0, r_ncache}) begin
                     ev_cause[C_UNASS] <= 1'b1;
                     state <= S_OUT;
                 end else begin
@@ -490,7 +503,7 @@ module wccp_decide #(
                     act_src_off <= 11'd12;
                     act_copy_len <= f_flen - 11'd12;
                     state <= S_OUT;
-                end else if (f_totlen + 16'd28 > mtu) begin
+                end else if (r_toobig) begin
                     ev_cause[C_TOOBIG] <= 1'b1;
                     state <= S_OUT;
                 end else begin

@@ -41,8 +41,9 @@ module wccp_parser (
 
     wire [10:0] l2len = vlan ? 11'd18 : 11'd14;
     wire [10:0] ipb = pos - l2len;
-    wire [10:0] hlen = {5'd0, ver_ihl[3:0], 2'b00};
-    wire [10:0] l4pos = ipb - hlen;
+    // position of the first L4 byte, registered once the IHL is known (timing)
+    reg  [10:0] l4_start;
+    wire [10:0] l4pos = pos - l4_start;
     wire        in_ip = (pos >= l2len) && (pos >= 11'd14) && (etype == 16'h0800);
 
     always @(posedge clk) begin
@@ -74,10 +75,14 @@ module wccp_parser (
                 s_ip <= 32'd0;
                 d_ip <= 32'd0;
                 for (k = 0; k < 12; k = k + 1) l4b[k] <= 8'd0;
+                l4_start <= 11'h7FF;
             end
             if (in_ip) begin
                 case (ipb)
-                11'd0: ver_ihl <= s_data;
+                11'd0: begin
+                    ver_ihl <= s_data;
+                    l4_start <= l2len + {5'd0, s_data[3:0], 2'b00};
+                end
                 11'd2: tlen[15:8] <= s_data;
                 11'd3: tlen[7:0] <= s_data;
                 11'd6: frag[13:8] <= s_data[5:0];
@@ -87,7 +92,7 @@ module wccp_parser (
                 11'd16, 11'd17, 11'd18, 11'd19: d_ip <= {d_ip[23:0], s_data};
                 default: ;
                 endcase
-                if (ipb >= 11'd20 && ipb >= hlen && l4pos < 11'd12)
+                if (l4pos < 11'd12)
                     l4b[l4pos[3:0]] <= s_data;
             end
             if (s_last) begin

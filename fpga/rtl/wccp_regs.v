@@ -64,15 +64,16 @@ module wccp_regs #(
     reg           commit_req, commit_copy;
 
     wire [23:0] a = reg_addr;
-    wire        in_group = (a >= `WCCP_GROUP_BASE) && (a < `WCCP_GROUP_BASE + 24'h100);
+    wire        in_group = ({a[23:8], 8'd0} == `WCCP_GROUP_BASE);
     wire [2:0]  g_slot = a[7:5];
     wire [4:0]  g_off = a[4:0];
-    wire        in_cache = (a >= `WCCP_CACHE_BASE) && (a < `WCCP_CACHE_BASE + 24'h400);
-    wire        in_bucket = (a >= `WCCP_BUCKET_BASE) && (a < `WCCP_BUCKET_BASE + 24'h200);
-    wire        in_maskset = (a >= `WCCP_MASKSET_BASE) && (a < `WCCP_MASKSET_BASE + 24'h80);
-    wire        in_masktab = (a >= `WCCP_MASKTAB_BASE) && (a < `WCCP_MASKTAB_BASE + 24'h400);
-    wire        in_cc = (a >= `WCCP_CACHECNT_BASE) && (a < `WCCP_CACHECNT_BASE + 24'h200);
-    wire        in_bc = (a >= `WCCP_BUCKETCNT_BASE) && (a < `WCCP_BUCKETCNT_BASE + 24'h800);
+    // block decodes: equality on the upper address bits (block sizes are powers of two)
+    wire        in_cache = ({a[23:10], 10'd0} == `WCCP_CACHE_BASE);
+    wire        in_bucket = ({a[23:9], 9'd0} == `WCCP_BUCKET_BASE);
+    wire        in_maskset = ({a[23:7], 7'd0} == `WCCP_MASKSET_BASE);
+    wire        in_masktab = ({a[23:10], 10'd0} == `WCCP_MASKTAB_BASE);
+    wire        in_cc = ({a[23:9], 9'd0} == `WCCP_CACHECNT_BASE);
+    wire        in_bc = ({a[23:11], 11'd0} == `WCCP_BUCKETCNT_BASE);
     assign cc_rd = reg_rd && in_cc;
     // PORTCNT: a[5] port, a[4:0] offset (0/1 rx, 2/3 tx, 4.. single) ; SLOTCNT: a[6:4] slot, a[1] port, a[0] bytes
     wire        in_pc = ({a[23:6], 6'd0} == `WCCP_PORTCNT_BASE) && (a[4:0] < 5'd18);
@@ -204,6 +205,17 @@ module wccp_regs #(
         end
     end
     // shadow group configuration and slot counters: constant-index registers per slot
+    // group writes are applied one cycle after decode (timing: wide fan-out)
+    reg        gw_en;
+    reg [2:0]  gw_slot;
+    reg [4:0]  gw_off;
+    reg [31:0] gw_data;
+    always @(posedge clk) begin
+        gw_en <= !rst && reg_wr && in_group;
+        gw_slot <= g_slot;
+        gw_off <= g_off;
+        gw_data <= reg_wdata;
+    end
     genvar gs;
     generate
         for (gs = 0; gs < 8; gs = gs + 1) begin : g_slot_regs
@@ -213,15 +225,15 @@ module wccp_regs #(
                     s_svc[gs*32 +: 32] <= 32'd0;
                     s_flags[gs*32 +: 32] <= 32'd0;
                     s_ports[gs*128 +: 128] <= 128'd0;
-                end else if (reg_wr && in_group && g_slot == gs) begin
-                    case (g_off)
-                    5'd0: s_ctrl[gs*32 +: 32] <= reg_wdata;
-                    5'd1: s_svc[gs*32 +: 32] <= reg_wdata;
-                    5'd2: s_flags[gs*32 +: 32] <= reg_wdata;
-                    5'd3: s_ports[gs*128 + 96 +: 32] <= reg_wdata;
-                    5'd4: s_ports[gs*128 + 64 +: 32] <= reg_wdata;
-                    5'd5: s_ports[gs*128 + 32 +: 32] <= reg_wdata;
-                    5'd6: s_ports[gs*128 +: 32] <= reg_wdata;
+                end else if (gw_en && gw_slot == gs) begin
+                    case (gw_off)
+                    5'd0: s_ctrl[gs*32 +: 32] <= gw_data;
+                    5'd1: s_svc[gs*32 +: 32] <= gw_data;
+                    5'd2: s_flags[gs*32 +: 32] <= gw_data;
+                    5'd3: s_ports[gs*128 + 96 +: 32] <= gw_data;
+                    5'd4: s_ports[gs*128 + 64 +: 32] <= gw_data;
+                    5'd5: s_ports[gs*128 + 32 +: 32] <= gw_data;
+                    5'd6: s_ports[gs*128 +: 32] <= gw_data;
                     default: ;
                     endcase
                 end

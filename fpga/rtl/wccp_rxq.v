@@ -73,8 +73,10 @@ module wccp_rxq #(
     reg [BUF_AW-1:0] wp, fstart;
     reg              ovf;          // this frame did not fit
     reg              keep;         // frame complete and good, push at p_done
-    wire [BUF_AW-1:0] used = wp - rel_ptr;
-    wire             full = (used == {BUF_AW{1'b1}});
+    // occupancy registered (timing); one cycle stale, so keep a 4-byte margin
+    reg  [BUF_AW-1:0] used;
+    always @(posedge clk) used <= wp - rel_ptr;
+    wire             full = (used >= {{(BUF_AW-2){1'b1}}, 2'b00});
 
     always @(posedge clk) begin
         buf_rdata <= mem[buf_raddr];

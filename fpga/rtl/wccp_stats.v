@@ -53,14 +53,20 @@ module wccp_stats (
     reg  [15:0] snap_b;
     wire [N*8-1:0]  acc_f;
     wire [N*16-1:0] acc_b;
-    wire        take = (phase == 2'd0);     // snapshot/clear accumulator `sw` in phase 0
+    // one-hot select of word `sw`, registered (sw is stable from phase 0 to phase 3)
+    reg  [N-1:0] sel_oh;
+    integer k;
+    always @(posedge clk) begin
+        for (k = 0; k < N; k = k + 1) sel_oh[k] <= (sw == k[5:0]);
+    end
+    wire        take = (phase == 2'd1);     // snapshot/clear accumulator `sw` in phase 1
 
     genvar g;
     generate
         for (g = 0; g < N; g = g + 1) begin : g_acc
             reg [7:0]  f;
             reg [15:0] b;
-            wire       clr = take && (sw == g);
+            wire       clr = take && sel_oh[g];
             always @(posedge clk) begin
                 if (rst) begin
                     f <= 8'd0;
@@ -77,11 +83,10 @@ module wccp_stats (
 
     // accumulator selected by the sweeper (AND-OR, no priority chain)
     reg [23:0] snap_mux;
-    integer k;
     always @(*) begin
         snap_mux = 24'd0;
         for (k = 0; k < N; k = k + 1)
-            snap_mux = snap_mux | ({24{sw == k[5:0]}} & {acc_b[k*16 +: 16], acc_f[k*8 +: 8]});
+            snap_mux = snap_mux | ({24{sel_oh[k]}} & {acc_b[k*16 +: 16], acc_f[k*8 +: 8]});
     end
 
     reg [63:0] mem [0:63];
@@ -107,7 +112,7 @@ module wccp_stats (
             if (&sw) clearing <= 1'b0;
         end else begin
             phase <= phase + 2'd1;
-            if (phase == 2'd0) begin
+            if (phase == 2'd1) begin
                 snap_f <= snap_mux[7:0];
                 snap_b <= snap_mux[23:8];
             end
