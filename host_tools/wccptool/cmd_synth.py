@@ -1,0 +1,99 @@
+"""`wccp synth --board B`: bitstream through YoWASP yosys, nextpnr-ecp5 and ecppack; Fmax and utilisation.
+
+Runs the project's flow script fpga/tools/synth.py (yosys synth_ecp5 -> nextpnr-ecp5 with the board's
+LPF -> ecppack) and summarises its report: Fmax per clock against the clock's required frequency,
+the use of the main resource types, and where the bitstream is.
+"""
+import json
+import os
+import subprocess
+import sys
+
+# required frequencies of the datapath clocks (RGMII at 1 Gb/s: 125 MHz), for the margin column
+REQUIRED_MHZ = {"rxc": 125.0, "txc": 125.0}
+MAIN_CELLS = ("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW", "DP16KD", "MULT18X18D", "TRELLIS_IO", "EHXPLLL",
+              "DCCA", "IDDRX1F", "ODDRX1F")
+
+
+def register(sub):
+    p = sub.add_parser("synth", help="synthesise the FPGA bitstream for a board (YoWASP) and print Fmax/utilisation",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("--board", default="colorlight_i5", help="FPGA board (or an MCU board: its FPGA board)")
+    p.add_argument("--top", default="fpga", help="fpga (board top with pins, default) or fpga_core")
+    p.add_argument("--out", help="output directory (default build/synth/<board>)")
+    p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+
+
+def _required(clock):
+    for k, v in REQUIRED_MHZ.items():
+        if k in clock:
+            return v
+    return None
+
+
+def summarise(rep, fpga):
+    lines = ["board %s: %s %s speed %s, top %s" % (rep.get("board"), fpga["device"], fpga["package"], fpga["speed"],
+                                                   rep.get("top"))]
+    fmax = rep.get("fmax_mhz") or {}
+    if not fmax:
+        lines.append("Fmax: no clocked paths reported")
+    for clk, mhz in sorted(fmax.items()):
+        req = _required(clk)
+        tail = "" if req is None else ("  (needs %.0f MHz: %s)" % (req, "OK" if mhz >= req else "FAILS"))
+        lines.append("Fmax %-40s %7.2f MHz%s" % (clk, mhz, tail))
+    util = rep.get("util") or {}
+    for cell in MAIN_CELLS:
+        if cell in util:
+            used, total = util[cell]
+            lines.append("util %-14s %6d / %6d  %5.1f%%" % (cell, used, total, 100.0 * used / total if total else 0))
+    if rep.get("bitstream"):
+        lines.append("bitstream: %s (%d bytes)" % (rep["bitstream"], os.path.getsize(rep["bitstream"])
+                                                   if os.path.exists(rep["bitstream"]) else 0))
+    lines.append("time: yosys %ss, nextpnr %ss" % (rep.get("yosys_s", "?"), rep.get("nextpnr_s", "?")))
+    return "\n".join(lines)
+
+
+def run(args):
+    from wccptool import boards
+
+    try:
+        b = boards.load(args.board)
+        fb = boards.fpga_board_for(b)
+    except (boards.BoardError, KeyError) as e:
+        print("wccp synth: %s" % e, file=sys.stderr)
+        return 2
+    script = os.path.join(boards.ROOT, "fpga", "tools", "synth.py")
+    if not os.path.exists(script):
+        print("wccp synth: the flow script fpga/tools/synth.py is missing", file=sys.stderr)
+        return 2
+    lpf = os.path.join(boards.ROOT, fb["constraints"])
+    if args.top == "fpga" and not os.path.exists(lpf):
+        print("wccp synth: constraints %s of board %s missing" % (fb["constraints"], fb["name"]), file=sys.stderr)
+        return 2
+    out = args.out or os.path.join(boards.ROOT, "build", "synth", fb["name"])
+    env = dict(os.environ)
+    env.setdefault("YOWASP_JIT_CACHE", os.path.join(boards.ROOT, "build", "yowasp-cache"))
+    cmd = [sys.executable, script, "--board", fb["name"], "--top", args.top, "--out", out, "--seed", str(args.seed)]
+    print("synth: %s" % " ".join(cmd), file=sys.stderr, flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=boards.ROOT)
+    if p.returncode != 0:
+        print("wccp synth: flow failed (exit %d)" % p.returncode, file=sys.stderr)
+        return 1
+    rp = os.path.join(out, "report.json")
+    try:
+        with open(rp) as f:
+            rep = json.load(f)
+    except (OSError, ValueError) as e:
+        print("wccp synth: no report from the flow: %s" % e, file=sys.stderr)
+        return 1
+    dev = rep.get("device", "")
+    if dev and (fb["fpga"]["package"] not in dev or fb["fpga"]["device"].split("-")[1][:3] not in dev):
+        print("wccp synth: warning: the flow targeted %s, board %s is %s %s" % (
+            dev, fb["name"], fb["fpga"]["device"], fb["fpga"]["package"]), file=sys.stderr)
+    if args.json:
+        print(json.dumps(rep, indent=1))
+    else:
+        print(summarise(rep, fb["fpga"]))
+    return 0
