@@ -204,3 +204,17 @@ def test_flash_real_firmware_answers_wccp(vboard, tmp_path):
     msg, src = got
     assert src == (rid, 2048)
     assert codec.int2ip(msg["router_identity"]["router_id"]) == rid
+
+
+def test_flash_with_mip_online_or_not(vboard, tmp_path):
+    """--mip installs package.json deps when the host is online; offline the flash still succeeds."""
+    vb, d = vboard
+    fw = make_fw(tmp_path / "fw", "7.0.0")
+    (fw / "package.json").write_text(json.dumps({"deps": [["logging", "latest"]]}))
+    log = []
+    res = fl.flash("virtual", vb.port, firmware_dir=str(fw), mip=True, progress=log.append, boot_wait=1)
+    assert res["status"]["version"] == "7.0.0"
+    text = "\n".join(log)
+    assert "mip: installing logging" in text
+    installed = (d / "lib" / "logging.mpy").exists() or (d / "lib" / "logging.py").exists()
+    assert installed or "logging not installed (offline?)" in text

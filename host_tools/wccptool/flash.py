@@ -430,8 +430,8 @@ class Flasher:
                                 "%s@%s" % (name, ver) if ver != "latest" else name],
                                capture_output=True, text=True, timeout=300)
             if p.returncode != 0 or "error" in p.stdout.lower():
-                self.progress("mip: %s not installed (offline?): %s — the firmware runs without it"
-                              % (name, (p.stdout + p.stderr).strip().splitlines()[-1:] or ""))
+                last = ((p.stdout + p.stderr).strip().splitlines() or ["no output"])[-1]
+                self.progress("mip: %s not installed (offline?): %s — the firmware runs without it" % (name, last))
 
     def reset_and_watch(self):
         self.progress("reset: machine.reset()")
