@@ -164,3 +164,61 @@ def bring_up(defn, net=None, network_mod=None, machine_mod=None, sleep_ms=None, 
     if nic.isconnected():
         log("board: %s up, %s" % (drv, nic.ifconfig()[0]))
     return nic
+
+
+def load_bitstream(defn, machine_mod=None, path=None, log=print):
+    """Configure the FPGA from the bitstream file named by the board definition (relative to the
+    firmware slot, the current directory). Returns True when configured, False when there is
+    nothing to do (no file, no configuration pins, unix port); raises fpgaload.LoadError on failure."""
+    if defn is None or defn.get("kind") != "mcu" or "fpga_control" not in defn:
+        return False
+    path = path or defn.get("bitstream_path", "fpga.bit")
+    try:
+        import os
+        os.stat(path)
+    except OSError:
+        return False
+    ctl = defn["fpga_control"]
+    if not ("programn" in ctl or "creset" in ctl):
+        log("board: %s present but the board has no FPGA configuration pins" % path)
+        return False
+    if machine_mod is None:
+        if is_unix():
+            return False
+        import machine as machine_mod  # noqa: F811
+    from wccp import fpgaload
+    fb = None
+    try:
+        fb = load("fpga_board.json")
+    except BoardError:
+        fb = None
+    spi = fpga_spi(machine_mod, defn)
+    pins = fpga_pins(machine_mod, defn)
+    ld = fpgaload.loader_for(defn, fb, spi, pins)
+    res = ld.load(path)
+    log("board: FPGA configured from %s (%d bytes)" % (path, res[0] if isinstance(res, tuple) else res))
+    return True
+
+
+def start(net=None, path=DEFAULT_PATH, log=print):
+    """Boot-time board set-up for main.py: read /board.json, bring the network up, configure the
+    FPGA from the slot's bitstream. Never raises: problems are logged and (defn, nic, fpga_ok) says
+    what worked; on the unix port it returns (defn or None, None, False)."""
+    defn = nic = None
+    fpga_ok = False
+    try:
+        defn = load(path)
+    except BoardError as e:
+        log("board: %s" % e)
+        return None, None, False
+    if defn is None:
+        return None, None, False
+    try:
+        nic = bring_up(defn, net, log=log)
+    except Exception as e:  # noqa: BLE001 - keep booting: the data plane can still fail open
+        log("board: network bring-up failed: %s" % e)
+    try:
+        fpga_ok = load_bitstream(defn, log=log)
+    except Exception as e:  # noqa: BLE001
+        log("board: FPGA configuration failed: %s" % e)
+    return defn, nic, fpga_ok

@@ -336,6 +336,11 @@ class Flasher:
         with open(bj, "w") as f:
             json.dump(self.board, f, indent=1, sort_keys=True)
         files.append((bj, "board.json"))
+        if self.board.get("fpga_board"):
+            fbj = os.path.join(out_dir, "fpga_board.json")
+            with open(fbj, "w") as f:
+                json.dump(boards.load(self.board["fpga_board"]), f, indent=1, sort_keys=True)
+            files.append((fbj, "fpga_board.json"))
         if self.config_path:
             cfg_text = open(self.config_path).read()
             try:

@@ -135,3 +135,45 @@ def test_unix_and_missing():
     assert board.bring_up({"kind": "mcu", "micropython": {"port": "unix"}}) is None
     assert board.load("/nonexistent/board.json") is None
     assert board.load("boards/olimex_esp32_poe.json")["name"] == "olimex_esp32_poe"
+
+
+def test_start_on_unix_is_harmless():
+    logs = []
+    d, nic, ok = board.start(path="boards/olimex_esp32_poe.json", log=logs.append)
+    # on the unix port / CPython: definition read, no network or FPGA touched
+    assert d["name"] == "olimex_esp32_poe" and nic is None and ok is False
+    assert board.start(path="/nonexistent.json", log=logs.append) == (None, None, False)
+
+
+def test_load_bitstream_with_fakes():
+    from wccp import fpgaload
+
+    class Spi:
+        def __init__(self):
+            self.n = 0
+
+        def write(self, b):
+            self.n += len(b)
+
+        def readinto(self, buf, wb=0):
+            for i in range(len(buf)):
+                buf[i] = 0
+
+    spi = Spi()
+
+    class M(FakeMachine):
+        def SPI(self, bus, **kw):
+            return spi
+
+    d = _board("olimex_esp32_poe")
+    name = "board_test_fpga.bit"
+    with open(name, "wb") as f:
+        f.write(b"\xff\xff\xbd\xb3" + bytes(100))
+    try:
+        # INITN never rises on the fake pins (value None): the loader reports it, start() would log it
+        e = raises(fpgaload.LoadError, board.load_bitstream, d, M(), name, lambda s: None)
+        assert "INITN" in str(e)
+        assert board.load_bitstream(d, M(), "missing.bit") is False
+    finally:
+        import os
+        os.remove(name)
