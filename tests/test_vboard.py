@@ -77,6 +77,7 @@ def test_mpremote_exec_fs_and_hash(board, tmp_path):
     out = mpremote(vb.port, "fs", "mkdir", "lib", "+", "fs", "cp", str(tmp_path / "blob.bin"), ":blob.bin",
                    "+", "fs", "cp", str(tmp_path / "x.py"), ":lib/x.py", "+", "fs", "ls", "/")
     assert "blob.bin" in out and "lib/" in out
+    assert re.search(r"\b50000 blob\.bin", out), out        # sizes listed as on a board
     # the files land in the board directory and nowhere else
     assert (d / "blob.bin").read_bytes() == blob
     assert (d / "lib" / "x.py").exists()

@@ -101,6 +101,20 @@ class _VbOs:
             _vb_os.chdir(cwd)
 
 
+    def ilistdir(self, path="."):
+        # VfsPosix yields (name, type, inode); boards (littlefs/FAT) add the size, mpremote shows it
+        base = path.rstrip("/") + "/" if path not in ("", ".") else ""
+        for e in _vb_os.ilistdir(path):
+            if len(e) >= 4:
+                yield e
+                continue
+            try:
+                size = _vb_os.stat(base + e[0])[6] if e[1] == 0x8000 else 0
+            except OSError:
+                size = 0
+            yield (e[0], e[1], e[2], size)
+
+
 sys.modules["os"] = _VbOs()
 del _VbOs
 
