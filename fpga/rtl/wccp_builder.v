@@ -44,68 +44,107 @@ module wccp_builder #(
     reg [3:0] cnt;                  // bytes in FIFO
 
     reg        run;
-    reg [11:0] k, total;
-    reg [5:0]  hlen;
+    reg [11:0] k;
     // header fields of the current frame
     reg [47:0] h_dmac, h_smac;
     reg        h_vlan;
     reg [15:0] h_tci, h_tl, h_csum;
     reg [31:0] h_rid, h_cip, h_rh;
-    // header byte k: Ethernet (+ tag), then (GRE) outer IPv4, GRE header, redirect header
-    wire [5:0]  kj = (h_vlan && k >= 12'd12) ? k[5:0] - 6'd4 : k[5:0];   // index in the untagged layout
-    reg  [7:0]  hbyte;
+    // header byte hk (6-bit header index; timing: no arithmetic before the table)
+    reg  [5:0]  hk;
+    reg  [7:0]  hb_n, hb_v, hbyte;
+    // untagged layout: byte i; tagged: bytes 12..15 are the tag, i >= 16 is untagged i - 4
+
     always @(*) begin
-        hbyte = 8'd0;
-        if (h_vlan && k >= 12'd12 && k < 12'd16) begin
-            case (k[1:0])
-            2'd0: hbyte = 8'h81;
-            2'd1: hbyte = 8'h00;
-            2'd2: hbyte = h_tci[15:8];
-            default: hbyte = h_tci[7:0];
+        case (hk)
+            6'd0: hb_n = h_dmac[47:40];
+            6'd1: hb_n = h_dmac[39:32];
+            6'd2: hb_n = h_dmac[31:24];
+            6'd3: hb_n = h_dmac[23:16];
+            6'd4: hb_n = h_dmac[15:8];
+            6'd5: hb_n = h_dmac[7:0];
+            6'd6: hb_n = h_smac[47:40];
+            6'd7: hb_n = h_smac[39:32];
+            6'd8: hb_n = h_smac[31:24];
+            6'd9: hb_n = h_smac[23:16];
+            6'd10: hb_n = h_smac[15:8];
+            6'd11: hb_n = h_smac[7:0];
+            6'd12: hb_n = 8'h08;
+            6'd13: hb_n = 8'h00;
+            6'd14: hb_n = 8'h45;
+            6'd15: hb_n = 8'h00;
+            6'd16: hb_n = h_tl[15:8];
+            6'd17: hb_n = h_tl[7:0];
+            6'd20: hb_n = 8'h40;
+            6'd22: hb_n = 8'h40;
+            6'd23: hb_n = 8'h2F;
+            6'd24: hb_n = h_csum[15:8];
+            6'd25: hb_n = h_csum[7:0];
+            6'd26: hb_n = h_rid[31:24];
+            6'd27: hb_n = h_rid[23:16];
+            6'd28: hb_n = h_rid[15:8];
+            6'd29: hb_n = h_rid[7:0];
+            6'd30: hb_n = h_cip[31:24];
+            6'd31: hb_n = h_cip[23:16];
+            6'd32: hb_n = h_cip[15:8];
+            6'd33: hb_n = h_cip[7:0];
+            6'd36: hb_n = 8'h88;
+            6'd37: hb_n = 8'h3E;
+            6'd38: hb_n = h_rh[31:24];
+            6'd39: hb_n = h_rh[23:16];
+            6'd40: hb_n = h_rh[15:8];
+            6'd41: hb_n = h_rh[7:0];
+            default: hb_n = 8'h00;
             endcase
-        end else begin
-            case (kj[5:0])
-            6'd0: hbyte = h_dmac[47:40];
-            6'd1: hbyte = h_dmac[39:32];
-            6'd2: hbyte = h_dmac[31:24];
-            6'd3: hbyte = h_dmac[23:16];
-            6'd4: hbyte = h_dmac[15:8];
-            6'd5: hbyte = h_dmac[7:0];
-            6'd6: hbyte = h_smac[47:40];
-            6'd7: hbyte = h_smac[39:32];
-            6'd8: hbyte = h_smac[31:24];
-            6'd9: hbyte = h_smac[23:16];
-            6'd10: hbyte = h_smac[15:8];
-            6'd11: hbyte = h_smac[7:0];
-            6'd12: hbyte = 8'h08;
-            6'd13: hbyte = 8'h00;
-            6'd14: hbyte = 8'h45;
-            6'd15: hbyte = 8'h00;
-            6'd16: hbyte = h_tl[15:8];
-            6'd17: hbyte = h_tl[7:0];
-            6'd20: hbyte = 8'h40;
-            6'd22: hbyte = 8'h40;
-            6'd23: hbyte = 8'h2F;
-            6'd24: hbyte = h_csum[15:8];
-            6'd25: hbyte = h_csum[7:0];
-            6'd26: hbyte = h_rid[31:24];
-            6'd27: hbyte = h_rid[23:16];
-            6'd28: hbyte = h_rid[15:8];
-            6'd29: hbyte = h_rid[7:0];
-            6'd30: hbyte = h_cip[31:24];
-            6'd31: hbyte = h_cip[23:16];
-            6'd32: hbyte = h_cip[15:8];
-            6'd33: hbyte = h_cip[7:0];
-            6'd36: hbyte = 8'h88;
-            6'd37: hbyte = 8'h3E;
-            6'd38: hbyte = h_rh[31:24];
-            6'd39: hbyte = h_rh[23:16];
-            6'd40: hbyte = h_rh[15:8];
-            6'd41: hbyte = h_rh[7:0];
-            default: hbyte = 8'h00;
+            case (hk)
+            6'd0: hb_v = h_dmac[47:40];
+            6'd1: hb_v = h_dmac[39:32];
+            6'd2: hb_v = h_dmac[31:24];
+            6'd3: hb_v = h_dmac[23:16];
+            6'd4: hb_v = h_dmac[15:8];
+            6'd5: hb_v = h_dmac[7:0];
+            6'd6: hb_v = h_smac[47:40];
+            6'd7: hb_v = h_smac[39:32];
+            6'd8: hb_v = h_smac[31:24];
+            6'd9: hb_v = h_smac[23:16];
+            6'd10: hb_v = h_smac[15:8];
+            6'd11: hb_v = h_smac[7:0];
+            6'd12: hb_v = 8'h81;
+            6'd13: hb_v = 8'h00;
+            6'd14: hb_v = h_tci[15:8];
+            6'd15: hb_v = h_tci[7:0];
+            6'd16: hb_v = 8'h08;
+            6'd17: hb_v = 8'h00;
+            6'd18: hb_v = 8'h45;
+            6'd19: hb_v = 8'h00;
+            6'd20: hb_v = h_tl[15:8];
+            6'd21: hb_v = h_tl[7:0];
+            6'd24: hb_v = 8'h40;
+            6'd26: hb_v = 8'h40;
+            6'd27: hb_v = 8'h2F;
+            6'd28: hb_v = h_csum[15:8];
+            6'd29: hb_v = h_csum[7:0];
+            6'd30: hb_v = h_rid[31:24];
+            6'd31: hb_v = h_rid[23:16];
+            6'd32: hb_v = h_rid[15:8];
+            6'd33: hb_v = h_rid[7:0];
+            6'd34: hb_v = h_cip[31:24];
+            6'd35: hb_v = h_cip[23:16];
+            6'd36: hb_v = h_cip[15:8];
+            6'd37: hb_v = h_cip[7:0];
+            6'd40: hb_v = 8'h88;
+            6'd41: hb_v = 8'h3E;
+            6'd42: hb_v = h_rh[31:24];
+            6'd43: hb_v = h_rh[23:16];
+            6'd44: hb_v = h_rh[15:8];
+            6'd45: hb_v = h_rh[7:0];
+            default: hb_v = 8'h00;
             endcase
-        end
+        hbyte = h_vlan ? hb_v : hb_n;
     end
+    reg        in_hdr;          // next byte comes from the header
+    reg [5:0]  hlast;           // hlen - 1
+    reg [11:0] tlast;           // total - 1
     reg [BUF_AW-1:0] rd;            // next buffer address
     reg [BUF_AW-1:0] fend;          // end of frame in buffer
 
@@ -114,7 +153,7 @@ module wccp_builder #(
     reg [7:0]  s1_hbyte;
 
     wire pop  = m_valid && m_ready;
-    wire can_issue = run && (k < total) && ({1'b0, cnt} + {4'd0, s1_v} < DEPTH - 1);
+    wire can_issue = run && ({1'b0, cnt} + {4'd0, s1_v} < DEPTH - 1);
 
     assign buf_raddr = rd;
     assign m_valid = (cnt != 4'd0);
@@ -127,7 +166,7 @@ module wccp_builder #(
             wp <= 3'd0; rp <= 3'd0; cnt <= 4'd0;
             run <= 1'b0; s1_v <= 1'b0; req <= 2'b00;
             rel_ptr <= {BUF_AW{1'b0}};
-            k <= 12'd0; total <= 12'd0;
+            k <= 12'd0; tlast <= 12'd0; in_hdr <= 1'b0;
         end else begin
             // stage 1: write into FIFO
             if (s1_v) begin
@@ -146,16 +185,18 @@ module wccp_builder #(
             s1_v <= 1'b0;
             if (can_issue) begin
                 s1_v <= 1'b1;
-                s1_last <= (k == total - 12'd1);
-                if (k < {6'd0, hlen}) begin
+                s1_last <= (k == tlast);
+                if (in_hdr) begin
                     s1_hdr <= 1'b1;
                     s1_hbyte <= hbyte;
+                    hk <= hk + 6'd1;
+                    if (hk == hlast) in_hdr <= 1'b0;
                 end else begin
                     s1_hdr <= 1'b0;
                     rd <= rd + 1'b1;
                 end
                 k <= k + 12'd1;
-                if (k == total - 12'd1) run <= 1'b0;
+                if (k == tlast) run <= 1'b0;
             end
             // accept a new action once the previous frame has been handed over completely
             if (!run && !act_ready && act_valid && req == 2'b00 && !s1_v && cnt == 4'd0) begin
@@ -165,8 +206,10 @@ module wccp_builder #(
                 end else begin
                     run <= 1'b1;
                     k <= 12'd0;
-                    total <= {6'd0, act_hlen} + {1'b0, act_copy_len};
-                    hlen <= act_hlen;
+                    tlast <= {6'd0, act_hlen} + {1'b0, act_copy_len} - 12'd1;
+                    hk <= 6'd0;
+                    hlast <= act_hlen - 6'd1;
+                    in_hdr <= (act_hlen != 6'd0);
                     h_dmac <= act_dmac;
                     h_smac <= act_smac;
                     h_vlan <= act_vlan && (act_kind == 2'd2 || act_kind == 2'd3);
