@@ -515,7 +515,19 @@ class Flasher:
             status = None
         if self.check == "none":
             return None
-        # over the REPL: interrupt, read the version of the active slot, restart the firmware
+        # over the REPL: interrupt, read the version of the active slot, restart the firmware.
+        # Output that arrived after the boot watch still counts (slow boards).
+        try:
+            late = self.t.serial.read(self.t.serial.in_waiting or 0)
+        except Exception:  # noqa: BLE001
+            late = b""
+        if late:
+            text = late.decode("utf-8", "replace")
+            for line in text.splitlines():
+                if line.strip():
+                    self.progress("  | " + line.rstrip())
+            if "Traceback" in text:
+                raise FlashError("the firmware raised an exception while booting (see the output above)")
         self.t.enter_raw_repl(soft_reset=False)
         self.t.exec(ONBOARD_HELPERS)
         st = self._eval('{"active": _w_read("/fw/active"), "version": __import__("wccp").VERSION, '
