@@ -99,7 +99,7 @@ module wccp_decide #(
                S_DEC = 5'd5, S_B1 = 5'd6, S_B2 = 5'd7, S_M0 = 5'd8, S_M1 = 5'd9, S_M2 = 5'd10,
                S_CIDX = 5'd11, S_C = 5'd12, S_OUT = 5'd13, S_GRE = 5'd14, S_MA = 5'd15,
                S_CLASS2 = 5'd16, S_H = 5'd17, S_MT = 5'd18, S_GRE2 = 5'd19, S_GRE3 = 5'd20,
-               S_WAIT = 5'd21, S_PRE = 5'd22, S_SW1 = 5'd23, S_SW2 = 5'd24;
+               S_WAIT = 5'd21, S_PRE = 5'd22, S_SW1 = 5'd23, S_SW2 = 5'd24, S_M1B = 5'd25;
     // table reads have a 2-cycle latency (registered RAM outputs): issue state -> S_WAIT -> wnext
     reg [4:0] wnext;
     reg [4:0] state;
@@ -178,11 +178,11 @@ module wccp_decide #(
 
     // mask index from the 96-bit key and the set's bit positions
     wire [95:0] key96 = {f_sip, f_dip, f_sport, f_dport};
-    reg  [31:0] mw0;
+    reg  [31:0] mw0, mw1;
     reg  [55:0] mpos;
     reg  [6:0]  midx;
     always @(*) begin
-        mpos = {mp_rdata[23:0], mw0};
+        mpos = {mw1[23:0], mw0};
         for (j = 0; j < 7; j = j + 1)
             midx[j] = mpos[j*8+7] && (mpos[j*8 +: 7] < 7'd96) && key96[mpos[j*8 +: 7]];
     end
@@ -475,7 +475,11 @@ module wccp_decide #(
                 state <= S_WAIT;
                 wnext <= S_M1;
             end
-            S_M1: begin
+            S_M1: begin              // second position word registered (timing)
+                mw1 <= mp_rdata;
+                state <= S_M1B;
+            end
+            S_M1B: begin
                 cidx <= midx;
                 state <= S_MT;
             end
