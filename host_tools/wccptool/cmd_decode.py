@@ -9,6 +9,7 @@ decoding continues. Exit status: 0 when the capture was read completely, 1 when 
 file is unreadable / not pcap / truncated (after printing what was decoded), 2 on usage.
 """
 import json
+import subprocess
 import sys
 
 from wccptool import pcap
@@ -106,7 +107,7 @@ def format_text(head, msg):
     return "\n".join(lines)
 
 
-def run(path, as_json=False, port=2048, out=None, password=None):
+def run(path, as_json=False, port=2048, out=None, password=None, limit=None):
     out = out or sys.stdout
     count = {"wccp": 0, "malformed": 0, "skipped": 0}
     try:
@@ -129,6 +130,9 @@ def run(path, as_json=False, port=2048, out=None, password=None):
                 else:
                     out.write("#%d %.6f %s -> %s MALFORMED WCCP: %s\n\n"
                               % (rec.index, rec.ts, meta["src"], meta["dst"], e.reason))
+                out.flush()
+                if limit is not None and count["malformed"] + count["wccp"] >= limit:
+                    break
                 continue
             count["wccp"] += 1
             name = codec.MESSAGE_NAMES.get(msg["type"], str(msg["type"]))
@@ -149,6 +153,9 @@ def run(path, as_json=False, port=2048, out=None, password=None):
                 body.pop("version", None)
                 body.pop("length", None)
                 out.write(format_text(head, body) + "\n\n")
+            out.flush()
+            if limit is not None and count["wccp"] + count["malformed"] >= limit:
+                break
     except pcap.PcapError as e:
         out.flush()
         sys.stderr.write("wccp decode: %s\n" % e)
@@ -159,14 +166,59 @@ def run(path, as_json=False, port=2048, out=None, password=None):
     return 0
 
 
+def live(iface, as_json=False, port=2048, password=None, count=None, duration=None, capture_filter=None):
+    """Decode WCCP traffic live: dumpcap captures UDP `port` on `iface` (classic pcap on a pipe)."""
+    flt = "udp port %d" % port
+    if capture_filter:
+        flt = "(%s) and (%s)" % (flt, capture_filter)
+    cmd = ["dumpcap", "-q", "-P", "-i", iface, "-f", flt, "-w", "-"]
+    if duration:
+        cmd += ["-a", "duration:%d" % max(1, int(duration))]
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as e:
+        sys.stderr.write("wccp decode: cannot start dumpcap (install tshark/dumpcap): %s\n" % e)
+        return 1
+    sys.stderr.write("wccp decode: listening on %s (%s); Ctrl-C to stop\n" % (iface, flt))
+    sys.stderr.flush()
+    try:
+        rc = run(proc.stdout, as_json=as_json, port=port, password=password, limit=count)
+    except KeyboardInterrupt:
+        rc = 0
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            err = proc.communicate(timeout=5)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            err = proc.communicate()[1]
+    if proc.returncode not in (0, None, -15) and rc == 0 and count is None:
+        sys.stderr.write("wccp decode: dumpcap failed: %s\n" % err.decode(errors="replace").strip()[-500:])
+        return 1
+    if rc and err:
+        sys.stderr.write("wccp decode: dumpcap: %s\n" % err.decode(errors="replace").strip()[-500:])
+    return rc
+
+
 def _main(args):
-    return run(args.file, as_json=args.json, port=args.port, password=args.password)
+    if args.live:
+        return live(args.live, as_json=args.json, port=args.port, password=args.password, count=args.count,
+                    duration=args.duration, capture_filter=args.filter)
+    if not args.file:
+        sys.stderr.write("wccp decode: give a pcap FILE, or --live IFACE\n")
+        return 2
+    return run(args.file, as_json=args.json, port=args.port, password=args.password, limit=args.count)
 
 
 def register(subparsers):
     p = subparsers.add_parser("decode", help="print the WCCPv2 messages in a pcap capture",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("file", help="classic pcap file (not pcapng)")
+    p.add_argument("file", nargs="?", help="classic pcap file (not pcapng)")
+    p.add_argument("--live", metavar="IFACE", help="decode live UDP traffic on an interface (uses dumpcap)")
+    p.add_argument("--count", type=int, help="stop after N WCCP messages")
+    p.add_argument("--duration", type=float, help="with --live: stop after S seconds")
+    p.add_argument("--filter", help="with --live: extra capture filter, e.g. 'host 10.0.0.1'")
     p.add_argument("--json", action="store_true", help="one JSON object per message per line")
     p.add_argument("--port", type=int, default=2048, help="WCCP UDP port (default 2048)")
     p.add_argument("--password", help="check MD5 digests with this password (md5_ok in the output)")

@@ -52,11 +52,18 @@ class UdpDatagram:
 
 
 def read_pcap(path):
-    """Yield Record objects from a classic pcap file; PcapError on a bad/truncated file."""
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise PcapError("cannot open %s: %s" % (path, e.strerror or e)) from None
+    """Yield Record objects from a classic pcap file; PcapError on a bad/truncated file.
+
+    ``path`` may also be a binary file object (a pipe from dumpcap for live capture): records
+    are yielded as they arrive."""
+    if hasattr(path, "read"):
+        f = path
+        path = getattr(f, "name", "<stream>")
+    else:
+        try:
+            f = open(path, "rb")
+        except OSError as e:
+            raise PcapError("cannot open %s: %s" % (path, e.strerror or e)) from None
     with f:
         hdr = f.read(24)
         if len(hdr) == 0:
