@@ -25,12 +25,13 @@ class TB:
     """Two requesters behaving like builders: raise req, wait for the grant, send a frame of
     `n` cycles while granted, drop req (for at least one cycle), repeat."""
 
-    def __init__(self, dut, seed, gap=(1, 4), flen=(1, 20)):
+    def __init__(self, dut, seed, gap=(1, 4), flen=(1, 20), clock=True):
         self.dut = dut
         self.rng = random.Random(seed)
         self.gap = gap
         self.flen = flen
-        cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
+        if clock:
+            cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
         dut.req.value = 0
         self.req = [0, 0]
         self.waiting_since = [None, None]
@@ -114,7 +115,7 @@ async def test_saturated_round_robin(dut):
 @_test
 async def test_random_traffic(dut):
     for seed in range(4):
-        tb = TB(dut, 10 + seed, gap=(0, 6), flen=(1, 30))
+        tb = TB(dut, 10 + seed, gap=(0, 6), flen=(1, 30), clock=seed == 0)
         sent = await tb.run(2000)
         assert tb.errors == [], (seed, tb.errors[:5])
         assert min(sent) > 20, sent
