@@ -61,8 +61,9 @@ def _load_plugins():
         pass
 
 
-class _Stop(Exception):
-    pass
+class _Stop(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt: a BaseException, so no `except Exception` on the way
+    (status reads, log polling, back-end start-up) can swallow it and keep `wccp run` running."""
 
 
 def _on_term(signum, frame):

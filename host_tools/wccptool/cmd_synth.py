@@ -86,6 +86,14 @@ def run(args):
         return _report(args, fb, out)
     env = dict(os.environ)
     env.setdefault("YOWASP_JIT_CACHE", os.path.join(boards.ROOT, "build", "yowasp-cache"))
+    # YoWASP's WebAssembly tools see only preopened directories; by default every directory in /,
+    # which fails for some (e.g. /tmp, where a CI clone may live). Mount exactly what the flow needs.
+    os.makedirs(out, exist_ok=True)
+    mounts = []
+    for d in (str(boards.ROOT), os.path.abspath(out)):
+        if not any(d == m or d.startswith(m.rstrip("/") + "/") for m in mounts):
+            mounts.append(d)
+    env.setdefault("YOWASP_MOUNT", ":".join("%s=%s" % (d, d) for d in mounts))
     cmd = [sys.executable, script, "--board", fb["name"], "--top", args.top, "--out", out, "--seed", str(args.seed)]
     print("synth: %s" % " ".join(cmd), file=sys.stderr, flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=boards.ROOT)
