@@ -26,7 +26,6 @@ module wccp_spi_slave (
         mosi_s <= {mosi_s[0], spi_mosi};
     end
     wire sck_rise = (sck_s[2:1] == 2'b01);
-    wire sck_fall = (sck_s[2:1] == 2'b10);
     wire cs_act   = !cs_s[1];
 
     reg [2:0]  bitn;
@@ -35,8 +34,11 @@ module wccp_spi_slave (
     reg [1:0]  wbyte;
     reg [7:0]  cmd;
     reg [31:0] rd_word, sh_out;
-    reg        load_pending, rd_dummy_done, load_d;
+    reg        rd_dummy_done, load_d;
     wire [7:0] byte_in = {sh[6:0], mosi_s[1]};
+    // last bit of the dummy byte or of a read data word: the next word goes onto MISO
+    wire       load_now = (bitn == 3'd7) && (nbyte == 3'd4) && (cmd == 8'h03) &&
+                          (!rd_dummy_done || wbyte == 2'd3);
 
     assign spi_miso = sh_out[31];
 
@@ -48,7 +50,6 @@ module wccp_spi_slave (
             bitn <= 3'd0;
             nbyte <= 3'd0;
             wbyte <= 2'd0;
-            load_pending <= 1'b0;
             rd_dummy_done <= 1'b0;
             load_d <= 1'b0;
             sh_out <= 32'd0;
@@ -60,6 +61,14 @@ module wccp_spi_slave (
             end
         end else begin
             if (sck_rise) begin
+                // MISO changes right after the master has sampled it (mode 0): the next bit
+                // is on the pin a whole SCLK period before the next rising edge.
+                if (load_now) begin
+                    sh_out <= rd_word;
+                    reg_addr <= reg_addr + 24'd1;
+                end else begin
+                    sh_out <= {sh_out[30:0], 1'b0};
+                end
                 sh <= byte_in[6:0];
                 bitn <= bitn + 3'd1;
                 if (bitn == 3'd7) begin
@@ -79,29 +88,15 @@ module wccp_spi_slave (
                             wbyte <= wbyte + 2'd1;
                             if (wbyte == 2'd3) reg_wr <= 1'b1;
                         end else if (cmd == 8'h03) begin
-                            if (!rd_dummy_done) begin
-                                rd_dummy_done <= 1'b1;
-                                load_pending <= 1'b1;
-                            end else begin
-                                wbyte <= wbyte + 2'd1;
-                                if (wbyte == 2'd3) load_pending <= 1'b1;
-                            end
+                            if (!rd_dummy_done) rd_dummy_done <= 1'b1;
+                            else wbyte <= wbyte + 2'd1;
                         end
                     end
                     endcase
                 end
             end
             if (reg_wr) reg_addr <= reg_addr + 24'd1;
-            if (sck_fall) begin
-                if (load_pending) begin
-                    load_pending <= 1'b0;
-                    sh_out <= rd_word;
-                    reg_addr <= reg_addr + 24'd1;
-                end else begin
-                    sh_out <= {sh_out[30:0], 1'b0};
-                end
-            end
-            load_d <= sck_fall && load_pending;
+            load_d <= sck_rise && load_now;
             if (load_d) reg_rd <= 1'b1;   // prefetch the next word (address already incremented)
         end
     end
