@@ -64,7 +64,9 @@ module wccp_rgmii_rx (
         gmii_rx_dv <= 1'b0;
         gmii_rx_er <= 1'b0;
         if (rst) begin
-            rp <= 5'd0;
+            // the write side (RX clock) is not reset: empty the FIFO by catching up with
+            // the synchronised write pointer (held while rst is asserted)
+            rp <= wbin;
             in_frame <= 1'b0;
         end else if (level != 5'd0 && (in_frame || level >= 5'd4 || head[9])) begin
             rp <= rp + 5'd1;
