@@ -28,9 +28,30 @@ module wccp_cnt_ram #(
     reg          we;
     reg [DW-1:0] wdata;
 
-    reg          p0, p1, ph, ph_hi;
-    reg [AW-1:0] p0_idx, p1_idx, ph_idx;
-    reg [11:0]   p0_b, p1_b;
+    reg          ph, ph_hi, drain;
+    reg [AW-1:0] ph_idx;
+
+    // one small event queue per engine (distributed RAM): events keep arriving while the RAM
+    // is cleared after reset (2**AW cycles) and wait there; one event per engine per frame
+    // (>= 84 cycles at line rate) fits 2**AW / 84 < 2**(AW-6) entries, the queue has 2**(AW-5)
+    localparam QAW = (AW >= 7) ? AW - 5 : 2;
+    reg [AW+11:0] q0m [0:(1 << QAW) - 1];
+    reg [AW+11:0] q1m [0:(1 << QAW) - 1];
+    reg [QAW:0]   q0w, q0r, q1w, q1r;
+    wire          p0 = (q0w != q0r);
+    wire          p1 = (q1w != q1r);
+    wire          q0full = (q0w == {~q0r[QAW], q0r[QAW-1:0]});
+    wire          q1full = (q1w == {~q1r[QAW], q1r[QAW-1:0]});
+    wire [AW+11:0] h0 = q0m[q0r[QAW-1:0]];
+    wire [AW+11:0] h1 = q1m[q1r[QAW-1:0]];
+    wire [AW-1:0] p0_idx = h0[AW+11:12];
+    wire [AW-1:0] p1_idx = h1[AW+11:12];
+    wire [11:0]   p0_b = h0[11:0];
+    wire [11:0]   p1_b = h1[11:0];
+    always @(posedge clk) begin
+        if (ev0 && !q0full) q0m[q0w[QAW-1:0]] <= {ev0_idx, ev0_bytes};
+        if (ev1 && !q1full) q1m[q1w[QAW-1:0]] <= {ev1_idx, ev1_bytes};
+    end
 
     // op: 0 idle/issue, 1 wait, 2 result (host read data / increment computed), 3 write
     reg [1:0]    op;
@@ -73,7 +94,7 @@ module wccp_cnt_ram #(
     endgenerate
 
     always @(*) begin
-        if (op == 2'd0 && ph) raddr = ph_idx;
+        if (op == 2'd0 && ph && !drain) raddr = ph_idx;
         else if (op == 2'd0 && p0) raddr = p0_idx;
         else raddr = p1_idx;
     end
@@ -82,21 +103,25 @@ module wccp_cnt_ram #(
         rvalid <= 1'b0;
         we <= 1'b0;
         if (rst) begin
-            p0 <= 1'b0; p1 <= 1'b0; ph <= 1'b0; op <= 2'd0;
+            q0w <= {(QAW + 1){1'b0}}; q0r <= {(QAW + 1){1'b0}};
+            q1w <= {(QAW + 1){1'b0}}; q1r <= {(QAW + 1){1'b0}};
+            ph <= 1'b0; op <= 2'd0; drain <= 1'b1;
         end else begin
-            if (ev0) begin p0 <= 1'b1; p0_idx <= ev0_idx; p0_b <= ev0_bytes; end
-            if (ev1) begin p1 <= 1'b1; p1_idx <= ev1_idx; p1_b <= ev1_bytes; end
+            // after the clear the queued events go first (a read then sees them all)
+            if (!clearing && !p0 && !p1) drain <= 1'b0;
+            if (ev0 && !q0full) q0w <= q0w + 1'b1;   // (full: cannot happen at line rate)
+            if (ev1 && !q1full) q1w <= q1w + 1'b1;
             if (rd) begin ph <= 1'b1; ph_idx <= rd_idx; ph_hi <= rd_hi; end
             case (op)
             2'd0: begin
                 if (clearing) begin
-                    // hold pending events until the RAM is cleared
-                end else if (ph) begin
+                    // queue events until the RAM is cleared
+                end else if (ph && !drain) begin
                     op <= 2'd1; op_inc <= 1'b0; op_hi <= ph_hi; ph <= rd;
                 end else if (p0) begin
-                    op <= 2'd1; op_inc <= 1'b1; op_b <= p0_b; waddr <= p0_idx; p0 <= ev0;
+                    op <= 2'd1; op_inc <= 1'b1; op_b <= p0_b; waddr <= p0_idx; q0r <= q0r + 1'b1;
                 end else if (p1) begin
-                    op <= 2'd1; op_inc <= 1'b1; op_b <= p1_b; waddr <= p1_idx; p1 <= ev1;
+                    op <= 2'd1; op_inc <= 1'b1; op_b <= p1_b; waddr <= p1_idx; q1r <= q1r + 1'b1;
                 end
             end
             2'd1: op <= 2'd2;

@@ -140,11 +140,9 @@ async def test_concurrent(dut):
     assert await tb.read(7, 1) == tb.bytes[7]
 
 
-# KNOWN RTL BUG (reported; fpga/rtl is not ours): while the RAM is cleared after reset
-# (2**AW cycles: 16 us for the 2048-word bucket counters) each engine has a single pending
-# slot, so a second event from the same engine overwrites the first and one count is lost.
-# Strict expected failure: turns into a failure once the RTL keeps every event.
-@(cocotb.test(expect_fail=True) if cocotb is not None else (lambda f: f))
+# events arriving while the RAM is cleared after reset (2**AW cycles: 16 us for the 2048-word
+# bucket counters) are queued per engine: no count is lost.
+@_test
 async def test_events_during_clear(dut):
     tb = TB(dut, 3)
     await tb.reset()
