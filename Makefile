@@ -42,7 +42,7 @@ bench: setup
 	$(PY) bench/run_all.py
 
 synth: setup
-	$(VENV)/bin/wccp synth --board $${BOARD:-colorlight_i5}
+	$(VENV)/bin/wccp synth --board $${BOARD:-colorlight_5a75b}
 
 clean:
 	rm -rf build sim_build* .pytest_cache .ruff_cache

@@ -16,7 +16,7 @@ FPGA = [b for b in ALL if b not in MCU]
 
 
 def test_required_boards_present():
-    for b in ("olimex_esp32_poe", "nucleo_f429zi", "w5500_evb_pico", "colorlight_i5"):
+    for b in ("olimex_esp32_poe", "nucleo_f429zi", "w5500_evb_pico", "colorlight_5a75b"):
         assert b in ALL
     drivers = {boards.load(b)["network"]["driver"] for b in MCU}
     assert drivers == {"LAN", "WIZNET5K", "host"}
@@ -64,11 +64,11 @@ def test_validator_rejects_bad_structure():
     assert any("does not run on" in x for x in p)
     p = _mutated("olimex_esp32_poe", lambda d: d["micropython"].__setitem__("mpy_version", 5))
     assert any("unsupported" in x for x in p)
-    p = _mutated("colorlight_i5", lambda d: d["fpga"].__setitem__("package", "CABGA999"))
+    p = _mutated("colorlight_5a75b", lambda d: d["fpga"].__setitem__("package", "CABGA999"))
     assert any("package" in x for x in p)
-    p = _mutated("colorlight_i5", lambda d: d["fpga"].__setitem__("nextpnr", ["--45k"]))
+    p = _mutated("colorlight_5a75b", lambda d: d["fpga"].__setitem__("nextpnr", ["--45k"]))
     assert any("nextpnr" in x for x in p)
-    p = _mutated("colorlight_i5", lambda d: d.__setitem__("phys", d["phys"][:1]))
+    p = _mutated("colorlight_5a75b", lambda d: d.__setitem__("phys", d["phys"][:1]))
     assert any("two Ethernet PHYs" in x for x in p)
     with pytest.raises(boards.BoardError, match="unknown board"):
         boards.load("no_such_board")
@@ -101,7 +101,7 @@ def test_lpf_accepted_by_nextpnr(lpf, tmp_path):
     if not os.path.exists(lpf):
         pytest.fail("%s missing" % lpf)
     owner = [b for b in FPGA if os.path.dirname(str(ROOT / boards.load(b)["constraints"])) == os.path.dirname(lpf)]
-    defn = boards.load(owner[0] if owner else "colorlight_i5")
+    defn = boards.load(owner[0] if owner else "colorlight_5a75b")
     sites = boards.lpf_sites(lpf)
     assert len(sites) >= 2
     ok, log = boards.nextpnr_check_lpf(lpf, defn, str(tmp_path))
@@ -121,5 +121,5 @@ def test_lpf_accepted_by_nextpnr(lpf, tmp_path):
 def test_nextpnr_rejects_bad_site(tmp_path):
     lpf = tmp_path / "bad.lpf"
     lpf.write_text('LOCATE COMP "a" SITE "P3";\nLOCATE COMP "b" SITE "Z99";\n')
-    ok, log = boards.nextpnr_check_lpf(str(lpf), boards.load("colorlight_i5"), str(tmp_path / "w"))
+    ok, log = boards.nextpnr_check_lpf(str(lpf), boards.load("colorlight_5a75b"), str(tmp_path / "w"))
     assert not ok

@@ -107,7 +107,7 @@ def test_refuses_board_and_version_mismatch(vboard, tmp_path):
     with pytest.raises(fl.FlashError, match="MicroPython version mismatch.*needs >= 9.0.0"):
         fl.flash(b, vb.port, firmware_dir=str(fw), progress=quiet)
     with pytest.raises(fl.FlashError, match="FPGA board"):
-        fl.flash("colorlight_i5", vb.port, firmware_dir=str(fw), progress=quiet)
+        fl.flash("colorlight_5a75b", vb.port, firmware_dir=str(fw), progress=quiet)
     assert not (d / "fw").exists()      # nothing was written
 
 

@@ -1,4 +1,4 @@
-"""`wccp synth`: the real YoWASP flow (yosys, nextpnr-ecp5, ecppack) for the colorlight_i5 board."""
+"""`wccp synth`: the real YoWASP flow (yosys, nextpnr-ecp5, ecppack) for the colorlight_5a75b board."""
 import json
 import os
 import shutil
@@ -32,15 +32,15 @@ def test_synth_rejects_unknown_board():
 
 
 @pytest.mark.slow
-def test_synth_colorlight_i5_flow():
+def test_synth_colorlight_5a75b_flow():
     # YoWASP tools only see the working tree: the output directory must be inside it
     out = os.path.join(ROOT, "build", "test_synth_" + uuid.uuid4().hex[:8])
     try:
-        p = wccp("synth", "--board", "colorlight_i5", "--out", out, "--json", timeout=1800)
+        p = wccp("synth", "--board", "colorlight_5a75b", "--out", out, "--json", timeout=1800)
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
         rep = json.loads(p.stdout)
-        fb = boards.load("colorlight_i5")
-        assert rep["board"] == "colorlight_i5" and rep["top"] == "fpga"
+        fb = boards.load("colorlight_5a75b")
+        assert rep["board"] == "colorlight_5a75b" and rep["top"] == "fpga"
         assert fb["fpga"]["package"] in rep["device"]
         # every constrained pin of the LPF is a used IO cell
         sites = boards.lpf_sites(os.path.join(ROOT, fb["constraints"]))
@@ -54,7 +54,7 @@ def test_synth_colorlight_i5_flow():
         text = summarise(rep, fb["fpga"])
         assert "Fmax" in text and "TRELLIS_COMB" in text and "CABGA256" in text
         # the same inputs again: served from the cache, same numbers, same bitstream
-        p2 = wccp("synth", "--board", "colorlight_i5", "--out", out + "-again", "--json", timeout=120)
+        p2 = wccp("synth", "--board", "colorlight_5a75b", "--out", out + "-again", "--json", timeout=120)
         assert p2.returncode == 0, p2.stderr[-2000:]
         rep2 = json.loads(p2.stdout)
         assert rep2["cached"] is True and "result from cache" in p2.stderr

@@ -1,6 +1,6 @@
 // Board top for Colorlight 5A-75B class boards (Lattice ECP5 LFE5U-25F-6BG256C, two
 // Broadcom B50612D RGMII PHYs): 25 MHz -> 125 MHz PLL, RGMII <-> GMII with ECP5 DDR
-// primitives, SPI register interface for the MCU, status LED. Pins: boards/colorlight_i5/
+// primitives, SPI register interface for the MCU, status LED. Pins: boards/colorlight_5a75b/
 // wccp.lpf (provisional).
 `timescale 1ns / 1ps
 `default_nettype none

@@ -2,7 +2,7 @@
 """Synthesise, place and route the datapath for the ECP5 with YoWASP (yosys, nextpnr-ecp5,
 ecppack) and report Fmax and resource use.
 
-    python fpga/tools/synth.py [--board colorlight_i5] [--top fpga] [--out build/synth]
+    python fpga/tools/synth.py [--board colorlight_5a75b] [--top fpga] [--out build/synth]
 
 Writes <out>/<top>.json (netlist), <top>.config, <top>.bit (board top only) and
 <out>/report.json {"fmax_mhz": {clock: MHz}, "util": {cell: [used, total]}, ...}.
@@ -49,7 +49,7 @@ def parse_nextpnr(log_text):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--board", default="colorlight_i5")
+    ap.add_argument("--board", default="colorlight_5a75b")
     ap.add_argument("--top", default="fpga", help="fpga (board top, with pins) or fpga_core")
     ap.add_argument("--out", default=str(ROOT / "build" / "synth"))
     ap.add_argument("--seed", type=int, default=1)

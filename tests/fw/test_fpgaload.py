@@ -258,7 +258,7 @@ def test_loader_for_board_definitions():
     import json
     with open("boards/olimex_esp32_poe.json") as f:
         b = json.loads(f.read())
-    with open("boards/colorlight_i5.json") as f:
+    with open("boards/colorlight_5a75b.json") as f:
         fb = json.loads(f.read())
     fake = FakeEcp5()
     pins = {"cs": fake.cs, "programn": fake.programn, "initn": fake.initn, "done": fake.done}
