@@ -64,19 +64,12 @@ MIN_MTU = const(68)
 MAX_MTU = const(1500)
 DEFAULT_WATCHDOG_MS = const(3000)
 
-# Service Info: service types and flags (wccp2-reference.md 4.2).
-SERVICE_STANDARD = const(0)
-SERVICE_DYNAMIC = const(1)
-SF_SRC_IP_HASH = const(0x0001)
-SF_DST_IP_HASH = const(0x0002)
-SF_SRC_PORT_HASH = const(0x0004)
-SF_DST_PORT_HASH = const(0x0008)
-SF_PORTS_DEFINED = const(0x0010)
-SF_PORTS_SOURCE = const(0x0020)
-SF_SRC_IP_ALT_HASH = const(0x0100)
-SF_DST_IP_ALT_HASH = const(0x0200)
-SF_SRC_PORT_ALT_HASH = const(0x0400)
-SF_DST_PORT_ALT_HASH = const(0x0800)
+# Service Info: service types and flags (wccp2-reference.md 4.2), from the codec's constants.
+from wccp.const import (  # noqa: E402,F401 - re-exported for data-plane users
+    SERVICE_STANDARD, SERVICE_DYNAMIC, SF_SRC_IP_HASH, SF_DST_IP_HASH, SF_SRC_PORT_HASH,
+    SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE, SF_SRC_IP_ALT_HASH, SF_DST_IP_ALT_HASH,
+    SF_SRC_PORT_ALT_HASH, SF_DST_PORT_ALT_HASH,
+)
 
 
 def _check_int(name, v, lo, hi):
