@@ -236,10 +236,17 @@ class Flasher:
     def _connect(self):
         if self.t is None:
             from mpremote.transport_serial import SerialTransport
-            try:
-                self.t = SerialTransport(self.port, baudrate=115200)
-            except Exception as e:  # mpremote raises its own TransportError
-                raise FlashError("cannot open %s: %s" % (self.port, e)) from None
+            # a board that was just reset may not be openable for a moment (USB CDC re-enumerates;
+            # the virtual board restarts its process): retry for a few seconds before giving up
+            deadline = time.monotonic() + 5
+            while True:
+                try:
+                    self.t = SerialTransport(self.port, baudrate=115200)
+                    break
+                except Exception as e:  # mpremote raises its own TransportError
+                    if time.monotonic() >= deadline:
+                        raise FlashError("cannot open %s: %s" % (self.port, e)) from None
+                    time.sleep(0.2)
             # never block forever on a silent board (mpremote reads a pty without timeout)
             self.t.is_pty = False
             self.t.serial.timeout = 15
