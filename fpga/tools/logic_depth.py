@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Rough static timing of a synthesised ECP5 netlist, before place and route.
+
+    python fpga/tools/logic_depth.py NETLIST.json [--top fpga_core] [--budget 6.67] [-n 40]
+
+nextpnr reports one critical path per clock and takes 10+ minutes here; this walks every
+register-to-register path of the yosys netlist (synth_ecp5 -json) in seconds with a
+simple delay model (cell delay + a fixed delay per net) and lists the endpoints whose
+estimated arrival exceeds the budget, worst first, with the path and the Verilog source
+lines of the cells on it. The model is coarse (routing is a constant per hop, so
+long/congested routes are underestimated): use it to find deep logic, then confirm with
+nextpnr (`wccp synth`).
+"""
+import argparse
+import collections
+import json
+import re
+import sys
+
+NET = 0.9          # ns per net (routing), average
+FF_CQ = 0.4
+FF_SU = 0.1
+LUT = 0.4          # LUT4 input -> Z
+MUX = 0.25         # PFUMX / L6MUX21
+CCU_IN = 0.5       # CCU2C A/B/C/D -> COUT / S
+CCU_CARRY = 0.06   # CIN -> COUT (carry nets are dedicated: no NET added)
+CCU_SUM = 0.3      # CIN -> S
+RAM_CQ = 1.2       # DP16KD with output register (else 4.0)
+RAM_CQ_NOREG = 4.0
+DPR_RD = 0.5       # TRELLIS_DPR16X4 RAD -> DO
+RAM_SU = 0.3
+
+
+def load(path, top):
+    nl = json.load(open(path))
+    mod = nl["modules"][top]
+    return mod
+
+
+def analyse(mod):
+    cells = mod["cells"]
+    names = {}
+    for n, v in mod["netnames"].items():
+        for b in v["bits"]:
+            if isinstance(b, int) and (b not in names or (v.get("hide_name") == 0 and names[b][1])):
+                names[b] = (n, v.get("hide_name", 1))
+    driver = {}        # bit -> (cell, port)
+    loads = collections.defaultdict(list)
+    for cn, c in cells.items():
+        dirs = c.get("port_directions", {})
+        for p, bits in c["connections"].items():
+            for b in bits:
+                if not isinstance(b, int):
+                    continue
+                if dirs.get(p) == "output":
+                    driver[b] = (cn, p)
+                else:
+                    loads[b].append((cn, p))
+
+    arrival = {}       # bit -> (time, prev bit, cell)
+
+    def cell_out_delay(c, op, ip):
+        t = c["type"]
+        if t == "LUT4":
+            return LUT
+        if t in ("PFUMX", "L6MUX21"):
+            return MUX
+        if t == "CCU2C":
+            if ip == "CIN":
+                return CCU_CARRY if op == "COUT" else CCU_SUM
+            return CCU_IN
+        if t == "TRELLIS_DPR16X4":
+            return DPR_RD
+        return None
+
+    sys.setrecursionlimit(100000)
+    seq = ("TRELLIS_FF", "DP16KD", "TRELLIS_DPR16X4")
+
+    def arr(b):
+        if b in arrival:
+            return arrival[b][0]
+        if b not in driver:
+            arrival[b] = (0.0, None, None)
+            return 0.0
+        cn, op = driver[b]
+        c = cells[cn]
+        t = c["type"]
+        if t == "TRELLIS_FF":
+            arrival[b] = (FF_CQ, None, cn)
+            return FF_CQ
+        if t == "DP16KD":
+            reg = c.get("parameters", {}).get("REGMODE_A", "NOREG")
+            d = RAM_CQ if "OUTREG" in str(reg) or "OUTREG" in str(c.get("parameters", {}).get("REGMODE_B", "")) else RAM_CQ_NOREG
+            arrival[b] = (d, None, cn)
+            return d
+        if t == "TRELLIS_DPR16X4" and op.startswith("DO"):
+            best = (0.0, None)
+            for ip in ("RAD[0]", "RAD[1]", "RAD[2]", "RAD[3]", "RAD"):
+                for ib in c["connections"].get(ip, []):
+                    if isinstance(ib, int):
+                        v = arr(ib) + NET + DPR_RD
+                        if v > best[0]:
+                            best = (v, ib)
+            if best[1] is None:
+                best = (FF_CQ, None)
+            arrival[b] = (best[0], best[1], cn)
+            return best[0]
+        arrival[b] = (0.0, None, cn)       # provisional (breaks combinational loops)
+        best = (0.0, None)
+        for ip, bits in c["connections"].items():
+            if c.get("port_directions", {}).get(ip) == "output":
+                continue
+            d = cell_out_delay(c, op, ip)
+            if d is None:
+                continue
+            for ib in bits:
+                if not isinstance(ib, int):
+                    continue
+                net = 0.0 if (ip == "CIN") else NET
+                v = arr(ib) + net + d
+                if v > best[0]:
+                    best = (v, ib)
+        arrival[b] = (best[0], best[1], cn)
+        return best[0]
+
+    ends = []
+    for cn, c in cells.items():
+        t = c["type"]
+        if t not in seq:
+            continue
+        for p, bits in c["connections"].items():
+            if c.get("port_directions", {}).get(p) == "output":
+                continue
+            if t == "TRELLIS_FF" and p == "CLK":
+                continue
+            if t == "TRELLIS_DPR16X4" and p.startswith("RAD"):
+                continue
+            for b in bits:
+                if isinstance(b, int):
+                    su = FF_SU if t == "TRELLIS_FF" else RAM_SU
+                    ends.append((arr(b) + NET + su, cn, p, b))
+    return cells, names, arrival, ends
+
+
+def reg_name(cells, names, cn):
+    """The register (Q net name without bit/suffix) of an FF, or the RAM cell's name."""
+    c = cells[cn]
+    for p in ("Q", "DOA0", "DO[0]", "DO"):
+        bits = c["connections"].get(p)
+        if bits and isinstance(bits[0], int) and bits[0] in names:
+            n = names[bits[0]][0]
+            return re.sub(r"(_TRELLIS_FF_Q.*|_DO.*|\[\d+\]$)", "", n)
+    return cn
+
+
+def src_of(c):
+    s = c.get("attributes", {}).get("src", "")
+    s = s.split("|")[0]
+    m = re.search(r"([^/]+\.v):(\d+)", s)
+    return "%s:%s" % (m.group(1), m.group(2)) if m else s
+
+
+def trace(cells, names, arrival, b):
+    out = []
+    while b is not None and b in arrival:
+        t, prev, cn = arrival[b]
+        nm = names.get(b, ("?", 1))[0]
+        out.append("%5.2f %-10s %-28s %s" % (t, cells[cn]["type"] if cn else "in", src_of(cells[cn]) if cn else "", nm[:70]))
+        b = prev
+    return out[::-1]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("netlist")
+    ap.add_argument("--top", default="fpga_core")
+    ap.add_argument("--budget", type=float, default=6.67, help="ns (6.67 = 150 MHz)")
+    ap.add_argument("-n", type=int, default=25, help="paths to print")
+    ap.add_argument("--paths", action="store_true", help="print each path")
+    a = ap.parse_args(argv)
+    cells, names, arrival, ends = analyse(load(a.netlist, a.top))
+    ends.sort(reverse=True)
+    over = [e for e in ends if e[0] > a.budget]
+    print("endpoints: %d, over %.2f ns: %d, worst %.2f ns" % (len(ends), a.budget, len(over), ends[0][0] if ends else 0))
+    by_src = collections.Counter()
+    worst_src = {}
+    for t, cn, p, b in over:
+        k = reg_name(cells, names, cn)
+        by_src[k] += 1
+        worst_src[k] = max(worst_src.get(k, 0), t)
+    print("registers over budget (count of bits, worst ns):")
+    for k, n in sorted(by_src.items(), key=lambda kv: -worst_src[kv[0]])[: a.n]:
+        print("  %-50s %5d %6.2f" % (k[:50], n, worst_src[k]))
+    if a.paths:
+        seen = set()
+        for t, cn, p, b in over:
+            k = reg_name(cells, names, cn)
+            if k in seen:
+                continue
+            seen.add(k)
+            print("\n%.2f ns -> %s %s.%s" % (t, k, cells[cn]["type"], p))
+            for line in trace(cells, names, arrival, b):
+                print("   " + line)
+            if len(seen) >= a.n:
+                break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
