@@ -1,0 +1,904 @@
+"""wccp_decide: the decision engine on its own, at its interfaces only (parse bundle in,
+action / events / learning requests out), with the real bank RAMs and learnt-location RAM
+behind it (wccp_decide_tb.v, wired as in fpga_core). Every decision is compared with the
+reference model (wccp.fwdmodel.ForwardingModel) configured identically: the output frame the
+action describes (header fields + the byte range of the received frame, as wccp_builder
+assembles it) must equal the model's output, the event pulses must equal the model's counter
+increments and the learning requests the model's learnt cache locations. Handshakes are
+driven with random gaps, back-pressure and delayed learning acks; nothing depends on the
+engine's internal states or cycle counts (decision latency is only measured and printed)."""
+import pathlib
+import random
+import struct
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import wccp_tb  # noqa: E402
+
+try:
+    import cocotb
+    from cocotb.clock import Clock
+    from cocotb.triggers import ReadOnly, RisingEdge, Timer
+except ImportError:
+    cocotb = None
+
+from wccp import regmap as R  # noqa: E402
+from wccp.dataplane import (  # noqa: E402
+    FWD_GRE, FWD_L2, MAX_CACHES, MAX_GROUPS, RET_GRE, RET_L2, SERVICE_DYNAMIC, SERVICE_STANDARD,
+    SF_DST_IP_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE, SF_SRC_IP_ALT_HASH,
+    SF_SRC_IP_HASH, SF_SRC_PORT_HASH,
+)
+from wccp.fwdmodel import ForwardingModel  # noqa: E402
+
+PORT = 0
+ROUTER_ID = 0x0A000001
+APPL_MAC = bytes.fromhex("020000000001")
+NH_MAC = bytes.fromhex("02ee000000a0")
+CLK_NS = 8
+
+# ev_cause bits (the counters of wccp_stats) and the model's counter names
+CAUSE_BIT = {"not_redirectable": 0, "from_cache": 1, "unassigned": 2, "cache_unknown": 3,
+             "gre_too_big": 4, "gre_return": 5, "redirect_l2": 6, "redirect_gre": 7,
+             "gre_return_bad": 9}
+C_LEARN = 8
+
+ACT_FIELDS = ("drop", "port", "start", "flen", "hlen", "kind", "dmac", "smac", "vlan", "tci", "tl", "csum",
+              "rid", "cip", "rh", "src_off", "copy_len")
+BUNDLE_FIELDS = ("start", "flen", "dst_mac", "src_mac", "vlan", "tci", "is_ip", "ip_ok", "proto", "sip",
+                 "dip", "sport", "dport", "totlen", "ihl", "l4w0", "l4b4", "len4", "len8")
+
+
+def _test(f):
+    return cocotb.test()(f) if cocotb is not None else f
+
+
+def ip2s(a):
+    return "%d.%d.%d.%d" % ((a >> 24) & 255, (a >> 16) & 255, (a >> 8) & 255, a & 255)
+
+
+def mac2s(m):
+    return ":".join("%02x" % b for b in m)
+
+
+def fcs(data):
+    import zlib
+    return struct.pack("<I", zlib.crc32(bytes(data)) & 0xFFFFFFFF)
+
+
+def with_fcs(data):
+    data = bytes(data)
+    if len(data) < 60:
+        data += b"\x00" * (60 - len(data))
+    return data + fcs(data)
+
+
+# --- the parse bundle, computed as wccp_parser.v does it -----------------------------------
+
+def parse_bundle(fr, start=0):
+    """Bundle fields of a received frame (bytes without FCS), as wccp_parser.v extracts them."""
+    n = len(fr)
+    et = (fr[12] << 8) | fr[13]
+    vlan = et == 0x8100
+    tci = 0
+    l2 = 14
+    if vlan:
+        tci = (fr[14] << 8) | fr[15]
+        et = (fr[16] << 8) | fr[17]
+        l2 = 18
+    vihl = tlen = frag = proto = sip = dip = 0
+    l4b = [0] * 12
+    if et == 0x0800 and n > l2:
+        b = fr[l2:]
+        vihl = b[0]
+        tlen = (b[2] << 8) | b[3] if len(b) > 3 else 0
+        frag = ((b[6] & 0x3F) << 8) | b[7] if len(b) > 7 else 0
+        proto = b[9] if len(b) > 9 else 0
+        sip = int.from_bytes(b[12:16].rjust(4, b"\x00"), "big") if len(b) >= 16 else 0
+        dip = int.from_bytes(b[16:20], "big") if len(b) >= 20 else 0
+        l4s = l2 + (vihl & 0x0F) * 4
+        for j in range(12):
+            p = l4s + j
+            if l2 < p < n:
+                l4b[j] = fr[p]
+    ihl = vihl & 0x0F
+    ip_avail = n - l2
+    is_ip = et == 0x0800 and n >= l2 + 1
+    tcpudp = proto in (6, 17)
+    ok = (is_ip and (vihl >> 4) == 4 and ihl >= 5 and tlen >= ihl * 4 and ip_avail >= tlen and n >= l2
+          and frag == 0 and (not tcpudp or tlen >= ihl * 4 + 4))
+    return {"start": start, "flen": n, "dst_mac": int.from_bytes(fr[0:6], "big"),
+            "src_mac": int.from_bytes(fr[6:12], "big"), "vlan": int(vlan), "tci": tci, "is_ip": int(is_ip),
+            "ip_ok": int(ok), "proto": proto, "sip": sip, "dip": dip,
+            "sport": (l4b[0] << 8 | l4b[1]) if tcpudp else 0, "dport": (l4b[2] << 8 | l4b[3]) if tcpudp else 0,
+            "totlen": tlen, "ihl": ihl, "l4w0": int.from_bytes(bytes(l4b[0:4]), "big"), "l4b4": l4b[4],
+            "len4": l4b[6] << 8 | l4b[7], "len8": l4b[10] << 8 | l4b[11]}
+
+
+# --- what the action describes (wccp_builder's view) ----------------------------------------
+
+def action_bytes(a, fr):
+    """The frame (without FCS, unpadded) that wccp_builder emits for action a on frame fr."""
+    for f in ("drop", "port", "start", "flen", "kind", "hlen", "src_off", "copy_len"):
+        assert a[f] is not None, "act_%s undefined: %r" % (f, a)
+    if a["drop"]:
+        return None
+    need = {0: (), 1: ("dmac", "smac"), 2: ACT_FIELDS, 3: ("dmac", "smac", "vlan", "tci")}[a["kind"]]
+    for f in need:
+        assert a[f] is not None, "act_%s undefined for kind %d: %r" % (f, a["kind"], a)
+    a = {k: (0 if v is None else v) for k, v in a.items()}
+    tag = struct.pack(">HH", 0x8100, a["tci"]) if a["vlan"] else b""
+    hdr = a["dmac"].to_bytes(6, "big") + a["smac"].to_bytes(6, "big") + tag + b"\x08\x00"
+    hdr += struct.pack(">BBHHHBBHII", 0x45, 0, a["tl"], 0, 0x4000, 64, 47, a["csum"], a["rid"], a["cip"])
+    hdr += struct.pack(">HHI", 0, 0x883E, a["rh"])
+    want = {0: (0,), 1: (12,), 2: (46 if a["vlan"] else 42,), 3: (18 if a["vlan"] else 14,)}[a["kind"]]
+    assert a["hlen"] in want, "action kind %d with header length %d" % (a["kind"], a["hlen"])
+    so, cl = a["src_off"], a["copy_len"]
+    assert so + cl <= len(fr), "copy range %d+%d beyond the frame (%d bytes)" % (so, cl, len(fr))
+    return hdr[:a["hlen"]] + bytes(fr[so:so + cl])
+
+
+# --- expectations from the model ------------------------------------------------------------
+
+class Exp:
+    """One frame and everything the model says about it."""
+
+    def __init__(self, model, frame, start):
+        self.frame = frame
+        self.model = model
+        body = frame[:-4]
+        self.bundle = parse_bundle(body, start)
+        c0 = model.counters()
+        d = self.decision = model.decide(PORT, frame, now=0)
+        outs = model.process(PORT, frame, now=0)
+        c1 = model.counters()
+        self.reason = d.reason
+        if d.action == "drop":
+            assert outs == []
+            self.out = None
+            self.port = None
+        else:
+            assert len(outs) == 1
+            self.port = outs[0][0]
+            self.out = outs[0][1][:-4]
+        self.causes = [CAUSE_BIT[k] for k in CAUSE_BIT if c1[k] != c0[k]]
+        n = len(frame)
+        self.slot_ev = [(s, n) for s in range(MAX_GROUPS) if c1["slot_frames"][s] != c0["slot_frames"][s]]
+        self.cache_ev = [(s, i, n) for s in range(MAX_GROUPS) for i in range(MAX_CACHES)
+                         if c1["cache_frames"][s][i] != c0["cache_frames"][s][i]]
+        self.bucket_ev = [(s, b) for s in range(MAX_GROUPS) for b in range(256)
+                          if c1["bucket_hits"][s][b] != c0["bucket_hits"][s][b]]
+        nl = c1["learnt"][PORT] - c0["learnt"][PORT]
+        self.learns = []
+        if nl:
+            l3 = 18 if body[12:14] == b"\x81\x00" else 14
+            src = struct.unpack_from(">I", body, l3 + 12)[0]
+            smac = int.from_bytes(body[6:12], "big")
+            for s in range(MAX_GROUPS):
+                for i, c in enumerate(model._live.slots[s].caches):
+                    if c[0] == src:
+                        self.learns.append((s * 32 + i, smac))
+        assert len(self.learns) == nl
+
+
+def loc_word(loc):
+    mac, port = loc
+    return ((1 if port is not None else 0) << 53 | (1 if mac is not None else 0) << 52 |
+            (port or 0) << 48 | (int.from_bytes(mac, "big") if mac else 0))
+
+
+def table_images(model):
+    """RAM images (as the firmware's FPGA driver writes them) and live config of the model."""
+    t = model._live
+    img = {0: [0] * 256, 1: [0] * 256, 2: [0] * 512, 3: [0] * 64, 4: [0] * 1024}
+    ctrl = svc = flags = ports = 0
+    for s in range(MAX_GROUPS):
+        sl = t.slots[s]
+        for i, c in enumerate(sl.caches):
+            img[0][s * 32 + i] = c[0]
+            img[1][s * 32 + i] = c[1] | c[2] << 2
+        assign = nsets = 0
+        if sl.hash is not None:
+            assign = R.ASSIGN_HASH
+            for w, v in enumerate(R.pack_bytes(sl.hash)):
+                img[2][s * 64 + w] = v
+        elif sl.mask is not None:
+            assign = R.ASSIGN_MASK
+            nsets = len(sl.mask)
+            for k, (masks, values) in enumerate(sl.mask):
+                w0, w1, table = R.compile_mask_set(masks, values)
+                img[3][s * 8 + k * 2] = w0
+                img[3][s * 8 + k * 2 + 1] = w1
+                for w, v in enumerate(R.pack_bytes(table)):
+                    img[4][s * 128 + k * 32 + w] = v
+        ctrl |= (int(sl.enabled) | assign << 1 | nsets << 8 | len(sl.caches) << 16) << (32 * s)
+        if sl.service is not None:
+            sv = sl.service
+            svc |= (sv["service_type"] | sv["service_id"] << 8 | sv["priority"] << 16 |
+                    sv["protocol"] << 24) << (32 * s)
+            flags |= sv["service_flags"] << (32 * s)
+            for j, p in enumerate(sv["ports"]):
+                ports |= p << (s * 128 + (7 - j) * 16)
+    learnt = [loc_word(model._loc[s][i]) for s in range(MAX_GROUPS) for i in range(MAX_CACHES)]
+    nh = t.next_hop[PORT ^ 1]
+    cfg = {"active": int(model.redirect_enabled(0)), "router_id": t.router_id,
+           "appl_mac": int.from_bytes(t.mac, "big"), "mtu": t.mtu,
+           "nh_mac": int.from_bytes(nh, "big") if nh else 0,
+           "grp_ctrl": ctrl, "grp_svc": svc, "grp_flags": flags, "grp_ports": ports}
+    return img, learnt, cfg
+
+
+# RAM contents survive between cocotb tests (no reset): the mirrors live at module level
+_RAMS = {"banks": {k: [[0] * n, [0] * n] for k, n in ((0, 256), (1, 256), (2, 512), (3, 64), (4, 1024))},
+         "live": 0, "learnt": [0] * 256}
+
+
+class TB:
+    def __init__(self, dut, seed):
+        self.dut = dut
+        self.rng = random.Random(seed)
+        self.start = 0
+        self.cycle = 0
+        cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
+        for s in ("hold", "in_valid", "act_ready", "lr_ack_en", "t_wr", "tl_wr", "active"):
+            getattr(dut, s).value = 0
+        for f in BUNDLE_FIELDS:
+            getattr(dut, "in_" + f).value = 0
+        dut.live.value = _RAMS["live"]
+
+    async def reset(self):
+        d = self.dut
+        d.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(d.clk)
+        d.rst.value = 0
+        await RisingEdge(d.clk)
+
+    async def load(self, model):
+        """Program the model's live tables into the shadow bank, switch banks, set the config
+        and write the cache locations (engine idle)."""
+        d = self.dut
+        img, learnt, cfg = table_images(model)
+        shadow = _RAMS["live"] ^ 1
+        d.t_wr.value = 0
+        for sel, words in img.items():
+            bank = _RAMS["banks"][sel][shadow]
+            for a, v in enumerate(words):
+                if bank[a] != v:
+                    d.t_sel.value = sel
+                    d.t_addr.value = a
+                    d.t_data.value = v & ((1 << 32) - 1) if sel != 1 else v & 0xF
+                    d.t_wr.value = 1
+                    await RisingEdge(d.clk)
+                    bank[a] = v
+        d.t_wr.value = 0
+        _RAMS["live"] = shadow
+        d.live.value = shadow
+        for k, v in cfg.items():
+            getattr(d, k).value = v
+        mirror = _RAMS["learnt"]
+        for i, v in enumerate(learnt):
+            if mirror[i] != v:
+                d.tl_idx.value = i
+                d.tl_data.value = v
+                d.tl_wr.value = 1
+                await RisingEdge(d.clk)
+                mirror[i] = v
+        d.tl_wr.value = 0
+        await RisingEdge(d.clk)
+        await RisingEdge(d.clk)
+
+    def expect(self, model, frames):
+        out = []
+        for f in frames:
+            out.append(Exp(model, f, self.start))
+            self.start = (self.start + len(f) - 4) % 4096
+        return out
+
+    def _read_act(self):
+        d = self.dut
+        a = {}
+        for f in ACT_FIELDS:
+            v = getattr(d, "act_" + f).value
+            a[f] = int(v) if v.is_resolvable else None     # header fields a kind doesn't use may be X
+        return a
+
+    async def run(self, exps, gap_p=0.3, ready_p=0.7, ack_p=0.6, hold_fn=None):
+        """Offer the bundles of exps, take the actions / events / learning requests.
+        Returns (actions, events, latencies); latency = rising edges from in_valid to act_valid."""
+        d = self.dut
+        r = self.rng
+        acts, lrs = [], []
+        ev = {"cause": [], "learn": 0, "slot": [], "cache": [], "bucket": []}
+        nxt, presented, t_in = 0, False, None
+        pend_act = pend_lr = None
+        lat = []
+        idle = 0
+        extra = 0
+        prev_held = prev_idle = False
+        held = False
+        while len(acts) < len(exps) or extra < 12:
+            if len(acts) >= len(exps):
+                extra += 1
+            await RisingEdge(d.clk)
+            await ReadOnly()
+            self.cycle += 1
+            busy = int(d.busy.value)
+            if prev_held and prev_idle:
+                assert not busy and not int(d.in_ready.value), "engine started while hold"
+            if int(d.in_ready.value):
+                assert presented, "in_ready without in_valid"
+                assert not prev_held, "bundle taken while hold"
+                nxt += 1
+                presented = False
+            held = bool(hold_fn and hold_fn(self))
+            av = int(d.act_valid.value)
+            a = self._read_act() if av else None
+            if pend_act is not None:
+                assert av and a == pend_act, "action changed while waiting for act_ready:\n %r\n %r" % (
+                    pend_act, a)
+            if av and t_in is not None:
+                lat.append(self.cycle - t_in)
+                t_in = None
+            lv = int(d.lr_valid.value)
+            lq = (int(d.lr_idx.value), int(d.lr_mac.value)) if lv else None
+            if pend_lr is not None:
+                assert lv and lq == pend_lr, "learning request changed before lr_ack: %r %r" % (pend_lr, lq)
+            cause = int(d.ev_cause.value)
+            if cause:
+                for b in range(11):
+                    if cause >> b & 1:
+                        if b == C_LEARN:
+                            ev["learn"] += 1
+                        else:
+                            ev["cause"].append(b)
+            if int(d.ev_slot.value):
+                ev["slot"].append((int(d.ev_slot_idx.value), int(d.ev_bytes.value)))
+            if int(d.ev_cache.value):
+                ev["cache"].append((int(d.ev_slot_idx.value), int(d.ev_cache_idx.value), int(d.ev_bytes.value)))
+            if int(d.ev_bucket.value):
+                ev["bucket"].append((int(d.ev_slot_idx.value), int(d.ev_bucket_idx.value)))
+            prev_idle = not busy and not av
+            prev_held = held
+            if len(acts) >= len(exps):
+                assert not av and not lv, "action or learning request without a frame"
+            await Timer(1, "ns")
+            d.hold.value = int(held)
+            rdy = int(r.random() < ready_p)
+            d.act_ready.value = rdy
+            if av and rdy:
+                acts.append(a)
+                pend_act = None
+            else:
+                pend_act = a
+            ack = int(r.random() < ack_p)
+            d.lr_ack_en.value = ack
+            if lv and ack:
+                lrs.append(lq)
+                _RAMS["learnt"][lq[0]] = (3 << 52) | (PORT << 48) | lq[1]
+                pend_lr = None
+            else:
+                pend_lr = lq
+            if not presented and nxt < len(exps) and r.random() >= gap_p:
+                for f, v in exps[nxt].bundle.items():
+                    getattr(d, "in_" + f).value = v
+                presented = True
+                t_in = self.cycle
+            d.in_valid.value = int(presented)
+            idle = idle + 1 if not (av or lv or busy) else 0
+            assert idle < 400, "engine stalled: %d bundles taken, %d actions" % (nxt, len(acts))
+        d.act_ready.value = 0
+        d.lr_ack_en.value = 0
+        assert int(d.busy.value) == 0 or held
+        return acts, lrs, ev, lat
+
+    def check(self, exps, acts, lrs, ev):
+        assert len(acts) == len(exps)
+        for i, (e, a) in enumerate(zip(exps, acts, strict=True)):
+            fr = e.frame[:-4]
+            what = "frame %d (%s, %s): %s" % (i, e.reason, e.decision, fr.hex())
+            got = action_bytes(a, fr)
+            assert a["start"] == e.bundle["start"] and a["flen"] == e.bundle["flen"], what
+            if e.out is None:
+                assert a["drop"] == 1, "%s\n expected drop, got %r" % (what, a)
+                continue
+            assert a["drop"] == 0, "%s\n unexpected drop" % what
+            assert a["port"] == e.port, "%s\n port %d, expected %d" % (what, a["port"], e.port)
+            assert got.ljust(60, b"\x00") == e.out, "%s\n got %s\n exp %s\n act %r" % (
+                what, got.hex(), e.out.hex(), a)
+        exp_causes = [c for e in exps for c in e.causes]
+        assert ev["cause"] == exp_causes, "causes\n got %s\n exp %s" % (ev["cause"], exp_causes)
+        for k, attr in (("slot", "slot_ev"), ("cache", "cache_ev"), ("bucket", "bucket_ev")):
+            want = [x for e in exps for x in getattr(e, attr)]
+            assert ev[k] == want, "%s events\n got %s\n exp %s" % (k, ev[k], want)
+        want = [x for e in exps for x in e.learns]
+        assert ev["learn"] == len(want) == len(lrs), (ev["learn"], len(want), len(lrs))
+        # per frame, in any order within the frame
+        p = 0
+        for e in exps:
+            n = len(e.learns)
+            assert sorted(lrs[p:p + n]) == sorted(e.learns), (lrs[p:p + n], e.learns)
+            p += n
+        # the learnt RAM (as written through the learning handshake) holds the model's locations
+        m = exps[-1].model
+        for s in range(MAX_GROUPS):
+            for i in range(len(m._live.slots[s].caches)):
+                assert _RAMS["learnt"][s * 32 + i] == loc_word(m._loc[s][i]), (s, i, m._loc[s][i])
+
+
+# --- scenarios --------------------------------------------------------------------------------
+
+CL = [0x08080000 | b for b in range(256)]      # server whose dst-IP hash bucket is b
+
+
+def client_for_alt(b):
+    """A client address whose src-IP hash bucket is b."""
+    return 0xC0A80000 | (b ^ 0xC0 ^ 0xA8)
+
+
+def cache(addr, fwd=FWD_GRE, ret=RET_GRE, mac=None, port=None):
+    return {"address": addr, "forward": fwd, "ret": ret, "mac": mac, "port": port}
+
+
+C_ADDR = [0x0A010001 + i for i in range(8)]
+C_MAC = [bytes([0x02, 0xCC, 0, 0, 0, i + 1]) for i in range(8)]
+
+
+def directed_model(mtu=1400):
+    m = ForwardingModel()
+    m.configure(ROUTER_ID, APPL_MAC, mtu)
+    m.set_next_hop(PORT ^ 1, NH_MAC)
+    # slot 0: TCP dst ports 80/8080, dst-IP hash, src-IP alternate hash
+    m.set_group(0, {"service_type": SERVICE_DYNAMIC, "service_id": 91, "priority": 200, "protocol": 6,
+                    "service_flags": SF_DST_IP_HASH | SF_PORTS_DEFINED | SF_SRC_IP_ALT_HASH,
+                    "ports": [80, 8080]})
+    m.set_caches(0, [cache(C_ADDR[0], mac=C_MAC[0], port=1), cache(C_ADDR[1], FWD_L2, RET_L2, C_MAC[1], 0),
+                     cache(C_ADDR[2], mac=C_MAC[2], port=0), cache(C_ADDR[3])])
+    h = [0xFF] * 256
+    h[1] = 0
+    h[2] = 1
+    h[4] = 0x80 | 1     # alternate
+    h[5] = 2
+    h[6] = 0x80
+    h[8] = 3            # location unknown until learnt
+    h[9] = 10           # beyond the cache list
+    h[10] = 0x80 | 0x7F
+    m.set_hash(0, h)
+    # slot 1: TCP source port 3128, mask assignment (2 sets, first match)
+    m.set_group(1, {"service_type": SERVICE_DYNAMIC, "service_id": 92, "priority": 190, "protocol": 6,
+                    "service_flags": SF_PORTS_DEFINED | SF_PORTS_SOURCE, "ports": [3128]})
+    m.set_caches(1, [cache(C_ADDR[0], mac=C_MAC[0], port=1), cache(C_ADDR[4], FWD_L2, RET_GRE, C_MAC[4], 1)])
+    m.set_mask(1, [{"masks": (0, 0, 0, 0x0003), "values": [(0, 0, 0, 1, 0), (0, 0, 0, 1, 1), (0, 0, 0, 2, 1),
+                                                            (0, 0, 0, 4, 0)]},
+                   {"masks": (0x1, 0, 0x8000, 0), "values": [(1, 0, 0, 0, 1), (0, 0, 0x8000, 0, 0)]}])
+    # slot 2: UDP dst port 53, standard service id 5 (not dynamic)
+    m.set_group(2, {"service_type": SERVICE_STANDARD, "service_id": 5, "priority": 180, "protocol": 17,
+                    "service_flags": SF_SRC_PORT_HASH | SF_PORTS_DEFINED, "ports": [53, 0, 0, 0, 0, 0, 0, 5353]})
+    m.set_caches(2, [cache(C_ADDR[5], mac=C_MAC[5], port=1)])
+    m.set_hash(2, [0] * 256)
+    # slot 3: every UDP port, no assignment
+    m.set_group(3, {"service_type": SERVICE_DYNAMIC, "service_id": 93, "priority": 170, "protocol": 17,
+                    "service_flags": SF_SRC_IP_HASH, "ports": []})
+    m.set_caches(3, [cache(C_ADDR[5], mac=C_MAC[5], port=1), cache(C_ADDR[3])])
+    # slot 4: every protocol; hashed to an L2 cache
+    m.set_group(4, {"service_type": SERVICE_DYNAMIC, "service_id": 94, "priority": 160, "protocol": 0,
+                    "service_flags": SF_SRC_IP_HASH | SF_DST_PORT_HASH | SF_PORTS_DEFINED, "ports": [1234]})
+    m.set_caches(4, [cache(C_ADDR[6], FWD_L2, RET_L2, C_MAC[6], 1), cache(C_ADDR[7], FWD_GRE, RET_L2, C_MAC[7], 0)])
+    m.set_hash(4, [i & 1 for i in range(256)])
+    # slot 5: TCP 80 again: never reached (slot 0 comes first)
+    m.set_group(5, {"service_type": SERVICE_DYNAMIC, "service_id": 95, "priority": 250, "protocol": 6,
+                    "service_flags": SF_DST_IP_HASH | SF_PORTS_DEFINED, "ports": [80]})
+    m.set_caches(5, [cache(C_ADDR[6], FWD_L2, RET_L2, C_MAC[6], 1)])
+    m.set_hash(5, [0] * 256)
+    # slot 6: caches but disabled (clear_group after set_caches keeps nothing: set caches only)
+    m.set_caches(6, [cache(C_ADDR[7]), cache(C_ADDR[3])])
+    m.commit()
+    m.commit()          # apply the queued locations
+    m.arm(0)
+    m.heartbeat(now=0)
+    return m
+
+
+def mk(proto=6, src=0xC0A80101, dst=0x08080101, sport=40000, dport=80, vlan=None, l2src=None, plen=20,
+       ttl=64, frag=0, options=None):
+    from scapy.layers.inet import ICMP, IP, TCP, UDP
+    from scapy.layers.l2 import Dot1Q, Ether
+    from scapy.packet import Raw
+    e = Ether(src=mac2s(l2src or bytes.fromhex("021000000001")), dst=mac2s(APPL_MAC))
+    if vlan is not None:
+        e = e / Dot1Q(vlan=vlan, prio=3)
+    ip = IP(src=ip2s(src), dst=ip2s(dst), ttl=ttl, id=0x1234, frag=frag)
+    if options:
+        from scapy.layers.inet import IPOption
+        ip.options = [IPOption(b"\x01" * options)]
+    if proto == 6:
+        l4 = TCP(sport=sport, dport=dport, flags="A")
+    elif proto == 17:
+        l4 = UDP(sport=sport, dport=dport)
+    elif proto == 1:
+        l4 = ICMP()
+    else:
+        ip.proto = proto
+        l4 = Raw(b"")
+    return with_fcs(bytes(e / ip / l4 / Raw(bytes((i * 7) & 0xFF for i in range(plen)))))
+
+
+def gre_ret(src, inner_len_fix=None, rh=True, vlan=None, l2src=None, cut=None, grep=0x883E, dst=ROUTER_ID):
+    from scapy.layers.inet import GRE, IP, TCP
+    from scapy.layers.l2 import Dot1Q, Ether
+    from scapy.packet import Raw
+    inner = bytearray(bytes(IP(src="8.8.1.1", dst="192.168.1.1") / TCP(sport=80, dport=40000) /
+                            Raw(b"x" * 30)))
+    if inner_len_fix is not None:
+        struct.pack_into(">H", inner, 2, inner_len_fix)
+    body = (bytes([0x01, 90, 0, 7]) if rh else b"") + bytes(inner)
+    if cut is not None:
+        body = body[:cut]
+    e = Ether(src=mac2s(l2src or C_MAC[0]), dst=mac2s(APPL_MAC))
+    if vlan is not None:
+        e = e / Dot1Q(vlan=vlan)
+    return with_fcs(bytes(e / IP(src=ip2s(src), dst=ip2s(dst), proto=47) / GRE(proto=grep) / Raw(body)))
+
+
+def patch(fr, off, data):
+    b = bytearray(fr[:-4])
+    b[off:off + len(data)] = data
+    return with_fcs(bytes(b))
+
+
+def directed_frames():
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import ARP, Ether
+    F = []
+    # not IPv4
+    F.append(with_fcs(bytes(Ether(dst=mac2s(APPL_MAC)) / ARP(psrc="192.168.1.1", pdst="10.0.0.1"))))
+    F.append(with_fcs(bytes(Ether(dst=mac2s(APPL_MAC)) / IPv6() / UDP(sport=1, dport=2))))
+    # invalid IPv4: IHL < 5, version 6, truncated, fragments (MF, offset), TCP ports cut
+    base = mk(dport=80, dst=CL[1])
+    F.append(patch(base, 14, b"\x44"))
+    F.append(patch(base, 14, b"\x65"))
+    F.append(patch(base, 16, struct.pack(">H", 400)))
+    F.append(patch(base, 20, b"\x20\x00"))
+    F.append(patch(base, 20, b"\x00\x10"))
+    F.append(patch(base, 20, b"\x40\x00"))       # DF only: valid
+    F.append(patch(base, 16, struct.pack(">H", 22)))
+    F.append(with_fcs(bytes(Ether(dst=mac2s(APPL_MAC)) / IP(src="1.2.3.4", dst="5.6.7.8", proto=6) / b"ab")))
+    # hash: GRE, L2, unassigned primary, alternate, alternate unassigned, unknown location,
+    # index beyond the cache list, alternate entry with the ALT bit
+    F.append(mk(dst=CL[1]))
+    F.append(mk(dst=CL[1], dport=8080, vlan=100))
+    F.append(mk(dst=CL[2]))
+    F.append(mk(dst=CL[2], vlan=7, plen=200))
+    F.append(mk(dst=CL[3]))
+    F.append(mk(dst=CL[4], src=client_for_alt(5)))
+    F.append(mk(dst=CL[4], src=client_for_alt(5), vlan=4094))
+    F.append(mk(dst=CL[4], src=client_for_alt(3)))
+    F.append(mk(dst=CL[6], src=client_for_alt(5)))
+    F.append(mk(dst=CL[8]))
+    F.append(mk(dst=CL[9]))
+    F.append(mk(dst=CL[10], src=client_for_alt(1)))
+    # options (IHL > 5) still valid
+    F.append(mk(dst=CL[1], options=8))
+    # GRE too big (mtu 1400) vs. L2 not limited
+    F.append(mk(dst=CL[1], plen=1340))
+    F.append(mk(dst=CL[1], plen=1330))
+    F.append(mk(dst=CL[2], plen=1400))
+    # port matching: port 0 / other ports fall to slot 4 (protocol 0), UDP 53 and 5353 slot 2,
+    # other UDP slot 3, ICMP and GRE slot 4
+    F.append(mk(dst=CL[1], dport=0))
+    F.append(mk(dst=CL[1], dport=443))
+    F.append(mk(proto=17, dport=53))
+    F.append(mk(proto=17, dport=5353, sport=7))
+    F.append(mk(proto=17, dport=0))
+    F.append(mk(proto=17, dport=123))
+    F.append(mk(proto=1))
+    F.append(mk(proto=47, dst=0x08080808))
+    F.append(mk(proto=50, src=0xC0A80102))
+    # source port matching + mask sets with first match
+    for sp, dp, src in ((3128, 1, 0xC0A80101), (3128, 5, 0xC0A80100), (3128, 2, 0xC0A80100),
+                        (3128, 0, 0xC0A80101), (3128, 0, 0xC0A80100), (3128, 3, 0xC0A80100),
+                        (3128, 4, 0xC0A80101), (3129, 1, 0xC0A80101), (3128, 7, 0xC0A80100)):
+        F.append(mk(sport=sp, dport=dp, src=src, dst=0x08090909))
+    # from-cache by source IP (and learning in every slot that lists the address)
+    F.append(mk(src=C_ADDR[0], dst=CL[2], l2src=C_MAC[0]))
+    # from-cache by L2-return MAC (cache 1 of slot 0), not by a GRE-return cache's MAC
+    F.append(mk(src=0xC0A80155, dst=CL[1], l2src=C_MAC[1]))
+    F.append(mk(src=0xC0A80155, dst=CL[2], l2src=C_MAC[0]))
+    # learning: cache 3 (slots 0, 3, 6) is unknown until a frame comes from its address
+    F.append(mk(dst=CL[8]))
+    F.append(mk(proto=17, dport=9, src=C_ADDR[3], l2src=bytes.fromhex("02dd00000003")))
+    F.append(mk(dst=CL[8]))
+    F.append(mk(dst=CL[8], vlan=55))
+    # re-learning a cache at a new MAC moves its redirects
+    F.append(mk(proto=1, src=C_ADDR[1], l2src=bytes.fromhex("02dd00000001")))
+    F.append(mk(dst=CL[2]))
+    F.append(mk(src=0xC0A80156, dst=CL[1], l2src=bytes.fromhex("02dd00000001")))
+    # L2-return exclusion in slot 4 (protocol 0) by the MAC of cache 7
+    F.append(mk(proto=1, src=0xC0A80157, l2src=C_MAC[7]))
+    # GRE return: with/without redirect header, VLAN, from any source; bad ones dropped;
+    # a different GRE protocol or destination is not return traffic
+    F.append(gre_ret(C_ADDR[0]))
+    F.append(gre_ret(C_ADDR[2], rh=False, vlan=12))
+    F.append(gre_ret(0x01020304, l2src=bytes.fromhex("021234567890")))
+    F.append(gre_ret(C_ADDR[0], cut=2))
+    F.append(gre_ret(C_ADDR[0], cut=0))
+    F.append(gre_ret(C_ADDR[0], cut=12))
+    F.append(gre_ret(C_ADDR[0], inner_len_fix=19))
+    F.append(gre_ret(C_ADDR[0], inner_len_fix=200))
+    F.append(gre_ret(C_ADDR[0], rh=False, inner_len_fix=70))
+    F.append(gre_ret(C_ADDR[0], grep=0x0800))
+    F.append(gre_ret(C_ADDR[0], dst=0x0A000002))
+    return F
+
+
+def watchdog_frames():
+    return [mk(dst=CL[1]), mk(dst=CL[2]), patch(mk(dst=CL[1]), 14, b"\x44"), gre_ret(C_ADDR[0]),
+            gre_ret(C_ADDR[0], cut=2), mk(src=C_ADDR[4], l2src=bytes.fromhex("02dd00000004"), proto=17),
+            mk(proto=1)]
+
+
+# --- random tables and traffic ---------------------------------------------------------------
+
+class RandomScenario:
+    def __init__(self, seed):
+        from wccp_frames import FrameGen
+        r = self.rng = random.Random(seed)
+        self.pool = [0x0A020001 + 3 * i for i in range(40)]
+        self.macs = [bytes([0x02, 0xCD, 0, 0, i >> 8, i & 0xFF]) for i in range(40)]
+        self.gen = FrameGen(r, ROUTER_ID, self.pool, self.macs, [i & 1 for i in range(40)], APPL_MAC)
+        m = self.model = ForwardingModel()
+        m.configure(ROUTER_ID, APPL_MAC, r.choice([1500, 1500, 576, 1000]))
+        m.set_next_hop(PORT ^ 1, r.choice([NH_MAC, None]))
+        self.ports_used = [80, 8080, 53, 3128, 443]
+        for s in range(MAX_GROUPS):
+            if r.random() < 0.25:
+                continue
+            proto = r.choice([0, 6, 6, 17, 1])
+            flags = r.randrange(1 << 12) & ~(SF_PORTS_DEFINED | SF_PORTS_SOURCE)
+            if r.random() < 0.6:
+                flags |= SF_PORTS_DEFINED
+            if r.random() < 0.3:
+                flags |= SF_PORTS_SOURCE
+            ports = r.sample(self.ports_used, r.randrange(0, 4))
+            st = SERVICE_DYNAMIC if r.random() < 0.8 else SERVICE_STANDARD
+            m.set_group(s, {"service_type": st, "service_id": r.randrange(1, 256), "priority": 100,
+                            "protocol": proto, "service_flags": flags, "ports": ports})
+            n = r.choice([1, 2, 3, 5, 8, 16, 32])
+            idx = [r.randrange(len(self.pool)) for _ in range(n)]
+            cl = []
+            for i in idx:
+                known = r.random()
+                cl.append(cache(self.pool[i], r.choice([FWD_GRE, FWD_L2]), r.choice([RET_GRE, RET_L2]),
+                                self.macs[i] if known < 0.8 else None,
+                                r.randrange(2) if known < 0.7 or known > 0.9 else None))
+            m.set_caches(s, cl)
+            a = r.random()
+            if a < 0.55:
+                m.set_hash(s, [r.choice([r.randrange(n + 2), 0x80 | r.randrange(n + 1), 0xFF])
+                               for _ in range(256)])
+            elif a < 0.9:
+                sets = []
+                for _ in range(r.randrange(1, 5)):
+                    bits = r.sample([64 + b for b in range(4)] + [32 + b for b in range(4)] +
+                                    [16 + b for b in range(3)] + list(range(4)), r.randrange(0, 6))
+                    mk_ = 0
+                    for b in bits:
+                        mk_ |= 1 << b
+                    masks = ((mk_ >> 64) & 0xFFFFFFFF, (mk_ >> 32) & 0xFFFFFFFF, (mk_ >> 16) & 0xFFFF,
+                             mk_ & 0xFFFF)
+                    vals = []
+                    for _ in range(r.randrange(0, 10)):
+                        vals.append((masks[0] & r.getrandbits(32), masks[1] & r.getrandbits(32),
+                                     masks[2] & r.getrandbits(16), masks[3] & r.getrandbits(16),
+                                     r.randrange(n + 1)))
+                    sets.append({"masks": masks, "values": vals})
+                m.set_mask(s, sets)
+        m.commit()
+        m.commit()
+        if r.random() < 0.1:
+            m.disarm()
+        else:
+            m.arm(0)
+            m.heartbeat(now=0)
+
+    def frame(self):
+        r, g = self.rng, self.gen
+        x = r.random()
+        vlan = r.randrange(1, 4095) if r.random() < 0.25 else None
+        if x < 0.35:
+            sp = r.choice(self.ports_used + [r.randrange(1, 65536)])
+            dp = r.choice(self.ports_used + [0, r.randrange(1, 65536)])
+            return with_fcs(g.ip_frame(proto=r.choice([6, 6, 17]), sport=sp, dport=dp, vlan=vlan,
+                                       src=r.choice(g.clients) ^ r.randrange(16), plen=(0, 200)))
+        if x < 0.5:
+            return with_fcs(g.ip_frame(proto=r.choice([1, 47, 50, 6, 17]), vlan=vlan, plen=(0, 100)))
+        if x < 0.65:
+            ci = r.randrange(len(self.pool))
+            f = g.ip_frame(src=self.pool[ci] if r.random() < 0.7 else None,
+                           l2src=self.macs[ci] if r.random() < 0.5 else bytes([2, 0xdd, 0, 0, 0, ci]),
+                           vlan=vlan, plen=(0, 60))
+            return with_fcs(f)
+        if x < 0.78:
+            ci = r.randrange(len(self.pool))
+            return with_fcs(g.gre_return(ci, vlan=vlan, redirect_header=r.random() < 0.7,
+                                         bad="short" if r.random() < 0.2 else None))
+        if x < 0.85:
+            return with_fcs(g.non_ip())
+        if x < 0.93:
+            from wccp_frames import MALFORMED
+            k = r.choice([k for k in MALFORMED if k not in ("runt", "bad_fcs", "oversize")])
+            return g.malformed(k)
+        return with_fcs(g.ip_frame(proto=6, dport=r.choice(self.ports_used), vlan=vlan, plen=(900, 1450)))
+
+
+# --- tests ------------------------------------------------------------------------------------
+
+@_test
+async def test_directed(dut):
+    tb = TB(dut, 1)
+    await tb.reset()
+    m = directed_model()
+    await tb.load(m)
+    exps = tb.expect(m, directed_frames())
+    reasons = {e.reason for e in exps}
+    need = {"not_ipv4", "not_redirectable", "gre_return", "gre_return_bad", "from_cache", "unassigned",
+            "cache_unknown", "redirect_l2", "redirect_gre", "gre_too_big"}
+    assert reasons >= need, need - reasons
+    assert any(e.learns for e in exps) and any(len(e.learns) > 1 for e in exps)
+    assert {e.decision.slot for e in exps} >= {0, 1, 2, 3, 4}
+    acts, lrs, ev, _ = await tb.run(exps)
+    tb.check(exps, acts, lrs, ev)
+    # same tables, full speed (no gaps, no back-pressure, immediate learning acks)
+    m2 = directed_model()
+    await tb.load(m2)
+    exps = tb.expect(m2, directed_frames())
+    acts, lrs, ev, _ = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0)
+    tb.check(exps, acts, lrs, ev)
+    # slow handshakes: long learning-ack delays and back-pressure
+    m3 = directed_model()
+    await tb.load(m3)
+    exps = tb.expect(m3, directed_frames())
+    acts, lrs, ev, _ = await tb.run(exps, gap_p=0.7, ready_p=0.15, ack_p=0.1)
+    tb.check(exps, acts, lrs, ev)
+
+
+@_test
+async def test_watchdog_inactive(dut):
+    """active = 0: everything forwarded normally, GRE return still decapsulated, learning
+    still done, invalid IPv4 not counted."""
+    tb = TB(dut, 2)
+    await tb.reset()
+    m = directed_model()
+    m.disarm()
+    await tb.load(m)
+    assert int(dut.active.value) == 0
+    exps = tb.expect(m, watchdog_frames())
+    assert {e.reason for e in exps} == {"disabled", "gre_return", "gre_return_bad"}
+    assert any(e.learns for e in exps)
+    acts, lrs, ev, _ = await tb.run(exps)
+    tb.check(exps, acts, lrs, ev)
+    # re-enabled: the location learnt while disabled is used
+    m.arm(0)
+    m.heartbeat(now=0)
+    await tb.load(m)
+    exps = tb.expect(m, [mk(sport=3128, dport=2, src=0xC0A80100, dst=0x08090909)])
+    assert exps[0].reason == "redirect_l2"
+    acts, lrs, ev, _ = await tb.run(exps)
+    tb.check(exps, acts, lrs, ev)
+
+
+@_test
+async def test_hold(dut):
+    """hold keeps the engine from taking a bundle (busy stays low); a decision in progress
+    when hold rises still completes."""
+    tb = TB(dut, 3)
+    await tb.reset()
+    d = dut
+    m = directed_model()
+    await tb.load(m)
+    e1, e2 = tb.expect(m, [mk(dst=CL[1]), mk(src=C_ADDR[0], dst=CL[2], l2src=C_MAC[0])])
+    d.hold.value = 1
+    d.act_ready.value = 1
+    d.lr_ack_en.value = 1
+    for f, v in e1.bundle.items():
+        getattr(d, "in_" + f).value = v
+    d.in_valid.value = 1
+    for _ in range(60):
+        await RisingEdge(d.clk)
+        await ReadOnly()
+        assert int(d.in_ready.value) == 0 and int(d.busy.value) == 0 and int(d.act_valid.value) == 0
+        assert int(d.lr_valid.value) == 0 and int(d.ev_cause.value) == 0
+    await Timer(1, "ns")
+    d.in_valid.value = 0
+    d.hold.value = 0
+    d.act_ready.value = 0
+    d.lr_ack_en.value = 0
+    # released: the frame is decided; hold rises as soon as the bundle is taken and the second
+    # bundle waits until hold falls again
+    state = {"taken": 0, "hold_until": None}
+
+    def hold_fn(tb_):
+        if int(d.in_ready.value):
+            state["taken"] += 1
+            if state["taken"] == 1:
+                state["hold_until"] = tb_.cycle + 150
+        return state["hold_until"] is not None and tb_.cycle < state["hold_until"]
+
+    acts, lrs, ev, _ = await tb.run([e1, e2], gap_p=0.0, ready_p=0.5, ack_p=0.5, hold_fn=hold_fn)
+    tb.check([e1, e2], acts, lrs, ev)
+    assert state["taken"] == 2
+    assert int(d.busy.value) == 0
+
+
+@_test
+async def test_random(dut):
+    tb = TB(dut, 4)
+    await tb.reset()
+    total = 0
+    reasons = {}
+    for k in range(6):
+        sc = RandomScenario(100 + k)
+        await tb.load(sc.model)
+        frames = [sc.frame() for _ in range(110)]
+        exps = tb.expect(sc.model, frames)
+        for e in exps:
+            reasons[e.reason] = reasons.get(e.reason, 0) + 1
+        r = tb.rng
+        acts, lrs, ev, _ = await tb.run(exps, gap_p=r.choice([0.0, 0.3]), ready_p=r.choice([1.0, 0.6]),
+                                        ack_p=r.choice([1.0, 0.4]))
+        tb.check(exps, acts, lrs, ev)
+        total += len(exps)
+    dut._log.info("random: %d frames, decisions %s", total, sorted(reasons.items()))
+    assert total >= 600
+    for k in ("redirect_gre", "redirect_l2", "gre_return", "from_cache", "unassigned", "cache_unknown",
+              "not_redirectable", "not_ipv4", "no_match"):
+        assert reasons.get(k, 0) > 0, (k, reasons)
+
+
+@_test
+async def test_decision_latency(dut):
+    """Cycles from in_valid to act_valid against the number of configured cache entries
+    (measured and printed, not asserted)."""
+    tb = TB(dut, 5)
+    await tb.reset()
+    res = []
+    for total in (1, 8, 32, 64, 256):
+        m = ForwardingModel()
+        m.configure(ROUTER_ID, APPL_MAC, 1500)
+        per = [min(32, total - 32 * s) for s in range(MAX_GROUPS) if total - 32 * s > 0]
+        for s, n in enumerate(per):
+            m.set_group(s, {"service_type": SERVICE_DYNAMIC, "service_id": 50 + s, "priority": 100,
+                            "protocol": 6, "service_flags": SF_DST_IP_HASH, "ports": []})
+            m.set_caches(s, [cache(0x0A030000 + 256 * s + i, mac=C_MAC[i % 8], port=1) for i in range(n)])
+            m.set_hash(s, [i % n for i in range(256)])
+        m.commit()
+        m.commit()
+        m.arm(0)
+        m.heartbeat(now=0)
+        await tb.load(m)
+        # one frame at a time (engine idle when offered): a GRE redirect and a non-IP frame
+        row = {}
+        for name, f in (("gre", mk(dst=CL[3])), ("learn", mk(src=0x0A030000, dst=CL[3], proto=17)),
+                        ("not_ip", with_fcs(bytes.fromhex("ffffffffffff021000000001") + b"\x08\x06" +
+                                            bytes(46)))):
+            exps = tb.expect(m, [f])
+            acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0)
+            tb.check(exps, acts, lrs, ev)
+            row[name] = lat[0]
+        res.append((total, row))
+    for total, row in res:
+        dut._log.info("decision latency: %3d cache entries: redirect %4d cycles, redirect+learn %4d, "
+                      "not IPv4 %3d", total, row["gre"], row["learn"], row["not_ip"])
+        print("DECIDE_LATENCY entries=%d redirect=%d learn=%d not_ip=%d" % (
+            total, row["gre"], row["learn"], row["not_ip"]))
+
+
+@pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
+def test_wccp_decide(sim):
+    here = pathlib.Path(__file__).resolve().parent
+    wccp_tb.run_sim(sim, "wccp_decide_tb", __file__,
+                    sources=[wccp_tb.RTL / "wccp_decide.v", wccp_tb.RTL / "wccp_bank_ram.v",
+                             wccp_tb.RTL / "wccp_ram.v", here / "wccp_decide_tb.v"],
+                    parameters={"PORT": PORT})
