@@ -95,14 +95,21 @@ module wccp_decide #(
     localparam C_NOTRED = 0, C_FROMC = 1, C_UNASS = 2, C_UNKN = 3, C_TOOBIG = 4, C_RET = 5,
                C_L2 = 6, C_GRE = 7, C_LEARN = 8, C_RETBAD = 9;
 
-    localparam S_IDLE = 5'd0, S_CLASS = 5'd1, S_SISSUE = 5'd2, S_SCHK = 5'd3, S_SLEARN = 5'd4,
-               S_DEC = 5'd5, S_B1 = 5'd6, S_B2 = 5'd7, S_M0 = 5'd8, S_M1 = 5'd9, S_M2 = 5'd10,
-               S_CIDX = 5'd11, S_C = 5'd12, S_OUT = 5'd13, S_GRE = 5'd14, S_MA = 5'd15,
-               S_CLASS2 = 5'd16, S_H = 5'd17, S_MT = 5'd18, S_GRE2 = 5'd19, S_GRE3 = 5'd20,
-               S_WAIT = 5'd21, S_PRE = 5'd22, S_SW1 = 5'd23, S_SW2 = 5'd24, S_M1B = 5'd25;
-    // table reads have a 2-cycle latency (registered RAM outputs): issue state -> S_WAIT -> wnext
-    reg [4:0] wnext;
-    reg [4:0] state;
+    // ------------------------------------------------------------------------------------
+    // Every state does little: compares are registered before they steer the state machine,
+    // table addresses are registers, and the cache-table scan is a pipeline that issues one
+    // entry per cycle (results 4 cycles later; a learn hit rewinds the issue state to the
+    // entry after the hit). Decision time is about 30 + (cache entries of all slots) cycles.
+    // ------------------------------------------------------------------------------------
+    localparam [5:0]
+        S_IDLE = 6'd0, S_C1 = 6'd1, S_C2 = 6'd2, S_C3 = 6'd3, S_SCAN = 6'd4,
+        S_PRE = 6'd6, S_PRE2 = 6'd7, S_DEC = 6'd8, S_H = 6'd9, S_HW1 = 6'd10,
+        S_B1 = 6'd12, S_AW1 = 6'd13, S_AW2 = 6'd14, S_B2 = 6'd15, S_MA = 6'd16, S_MA1 = 6'd17,
+        S_MA2 = 6'd18, S_MA3 = 6'd19, S_MA4 = 6'd20, S_MS1 = 6'd21, S_MS2 = 6'd22, S_MT = 6'd23,
+        S_MTW1 = 6'd24, S_MTW2 = 6'd25, S_M2 = 6'd26, S_CIDX = 6'd27, S_CW1 = 6'd28,
+        S_CW2 = 6'd29, S_C = 6'd30, S_GRE = 6'd31, S_GRE2 = 6'd32, S_GRE3 = 6'd33,
+        S_GRE4 = 6'd34, S_OUT = 6'd35;
+    reg [5:0] state;
     assign busy = (state != S_IDLE);
 
     // latched bundle
@@ -120,35 +127,18 @@ module wccp_decide #(
     reg [7:0]  f_l4b4;
     reg [15:0] f_len4, f_len8;
 
-    // classification (combinational over the 8 slots)
-    reg [7:0] smatch;
     integer s, j;
-    always @(*) begin
-        for (s = 0; s < 8; s = s + 1) begin : cls
-            reg [7:0]  sp;
-            reg [31:0] fl;
-            reg [15:0] pp;
-            reg        pm;
-            sp = grp_svc[s*32+24 +: 8];
-            fl = grp_flags[s*32 +: 32];
-            pp = fl[5] ? f_sport : f_dport;
-            pm = 1'b0;
-            for (j = 0; j < 8; j = j + 1)
-                if (grp_ports[s*128 + (7-j)*16 +: 16] == pp && pp != 16'd0) pm = 1'b1;
-            smatch[s] = grp_ctrl[s*32] && (sp == 8'd0 || sp == f_proto) &&
-                        (!((sp == 8'd6 || sp == 8'd17) && fl[4]) || pm);
-        end
-    end
 
-    reg [2:0] msl;
-    reg [7:0] smatch_r;
-    reg [1:0] r_assign;
-    reg [2:0] r_nsets;
-    reg [5:0] r_ncache;
-    reg       r_fromc, r_toobig;
-    reg       mfound;
-    reg [2:0] first_slot;
-    reg       any_slot;
+    // ---- classification, stage 1 (S_C1): per (slot, list entry) port equality ----
+    reg [63:0] c_peq;            // slot*8 + j
+    reg [7:0]  c_pz, c_protok, c_needp;
+    // ---- stage 2 (S_C2): slot match ----
+    reg [7:0]  smatch_r;
+    // ---- stage 3 (S_C3): first matching slot ----
+    reg [2:0]  msl;
+    reg        mfound;
+    reg [2:0]  first_slot;
+    reg        any_slot;
     always @(*) begin
         first_slot = 3'd0;
         any_slot = 1'b0;
@@ -159,12 +149,31 @@ module wccp_decide #(
             end
     end
 
-    reg  [31:0] m_ctrl, m_svc, m_flags;
-    wire [1:0]  m_assign = m_ctrl[2:1];
-    wire [2:0]  m_nsets  = m_ctrl[10:8];
-    wire [5:0]  m_ncache = m_ctrl[21:16];
+    // ---- GRE return checks, over S_C1..S_C3 ----
+    reg  [15:0] g_hlen4, g_prel, g_il, g_prel4, g_prelil;
+    reg         g_pre, g_ret_hit, g_ret_bad;
+    reg  [10:0] r_dec_off, r_il;
+    wire [10:0] l2len = f_vlan ? 11'd18 : 11'd14;
+    wire        nib4  = (f_l4b4[7:4] == 4'd4);
+    wire [15:0] hlen  = {10'd0, f_ihl, 2'b00};
 
-    // hash keys
+    // ---- GRE encapsulation: total length, MTU check, outer checksum ----
+    reg  [15:0] gre_tl_r;
+    reg         r_toobig;
+    reg  [31:0] cache_ip;
+    reg  [19:0] rid_sum, cs1, cs2, cs3;
+    reg  [16:0] cs4;
+    always @(posedge clk) rid_sum <= 20'h0C52F + {4'd0, router_id[31:16]} + {4'd0, router_id[15:0]};
+
+    // ---- matched slot's configuration (registered in S_PRE) ----
+    reg  [31:0] m_ctrl, m_svc, m_flags;
+    reg  [1:0]  r_assign;
+    reg  [2:0]  r_nsets;
+    reg  [5:0]  r_ncache;
+    reg         r_fromc, r_dyn;
+    reg  [7:0]  r_svcid;
+    reg  [47:0] r_decmac;
+
     function [7:0] fold32;
         input [31:0] k;
         fold32 = k[31:24] ^ k[23:16] ^ k[15:8] ^ k[7:0];
@@ -173,19 +182,19 @@ module wccp_decide #(
                        (m_flags[2] ? {16'd0, f_sport} : 32'd0) ^ (m_flags[3] ? {16'd0, f_dport} : 32'd0);
     wire [31:0] key2 = (m_flags[8] ? f_sip : 32'd0) ^ (m_flags[9] ? f_dip : 32'd0) ^
                        (m_flags[10] ? {16'd0, f_sport} : 32'd0) ^ (m_flags[11] ? {16'd0, f_dport} : 32'd0);
-    wire [7:0] b1 = fold32(key1);
-    wire [7:0] b2 = fold32(key2);
 
-    // mask index from the 96-bit key and the set's bit positions
+    // ---- decision outcome flags (registered in S_PRE2) ----
+    reg d_notip, d_inval, d_ret, d_retbad, d_nored, d_fromc, d_hash, d_mask;
+
+    // ---- mask index: the 96-bit key and 7 bit positions, two stages ----
     wire [95:0] key96 = {f_sip, f_dip, f_sport, f_dport};
     reg  [31:0] mw0, mw1;
-    reg  [55:0] mpos;
-    reg  [6:0]  midx;
-    always @(*) begin
-        mpos = {mw1[23:0], mw0};
-        for (j = 0; j < 7; j = j + 1)
-            midx[j] = mpos[j*8+7] && (mpos[j*8 +: 7] < 7'd96) && key96[mpos[j*8 +: 7]];
-    end
+    reg  [111:0] ms_chunk;       // per position: the 16-bit key chunk it points into
+    reg  [27:0]  ms_bit;         // per position: bit within the chunk
+    reg  [6:0]   ms_en;          // per position: used and inside the key
+    reg  [6:0]   midx;
+    reg  [55:0]  mpos;
+    always @(*) mpos = {mw1[23:0], mw0};
 
     function [7:0] bsel;
         input [31:0] w;
@@ -198,6 +207,12 @@ module wccp_decide #(
         endcase
     endfunction
 
+    function bit16;
+        input [15:0] v;
+        input [3:0] i;
+        bit16 = v[i];
+    endfunction
+
     function [6:0] bsel_lo7;
         input [31:0] w;
         input [1:0] i;
@@ -208,79 +223,49 @@ module wccp_decide #(
         end
     endfunction
 
-    // GRE return checks
-    wire [15:0] hlen    = {10'd0, f_ihl, 2'b00};
-    wire        ret_hit = f_ip_ok && f_proto == 8'd47 && f_dip == router_id && f_l4w0 == 32'h0000883E &&
-                          (hlen + 16'd4 <= f_totlen);
-    wire        nib4    = (f_l4b4[7:4] == 4'd4);
-    wire [15:0] p_rel   = hlen + (nib4 ? 16'd4 : 16'd8);
-    wire [15:0] il      = nib4 ? f_len4 : f_len8;
-    wire        ret_bad = (hlen + 16'd4 >= f_totlen) || (p_rel + 16'd4 > f_totlen) ||
-                          (il < 16'd20) || (p_rel + il > f_totlen);
-    wire [10:0] l2len   = f_vlan ? 11'd18 : 11'd14;
-
-    // outer IPv4 header checksum for GRE
-    wire [15:0] gre_tl = f_totlen + 16'd28;
-    reg  [31:0] cache_ip;
-    // pipelined: rid_sum (every cycle), s1/s2 (S_GRE), s3 (S_GRE2), fold (S_GRE3)
-    reg  [19:0] rid_sum, cs1, cs2, cs3;
-    reg  [15:0] gre_tl_r;
-    always @(posedge clk) rid_sum <= 20'h0C52F + {4'd0, router_id[31:16]} + {4'd0, router_id[15:0]};
-    wire [16:0] csum1 = {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
-    wire [15:0] csum  = ~(csum1[15:0] + {15'd0, csum1[16]});
-    // GRE-return checks registered in S_CLASS
-    reg         r_ret_hit, r_ret_bad;
-    reg  [10:0] r_dec_off, r_il;
-
-    // scan state
-    reg [2:0] sc_slot;
-    reg [4:0] sc_idx;
-    // scan loop control, all registered (timing): entries left in the current slot and the
-    // counts of the slots after it (shifted down one slot per advance: no slot mux)
-    reg [5:0]  sc_rem;
-    reg [41:0] sc_nsh;
-    reg        sc_last;            // sc_slot == 7
-    // registered scan comparisons (valid one cycle after the table data)
-    reg        sc_ipeq, sc_maceq;
-    always @(posedge clk) begin
-        sc_ipeq  <= (ca_rdata == f_sip);
-        sc_maceq <= (cm_rdata[3:2] == 2'd2) && ln_rdata[52] && (ln_rdata[47:0] == f_src);
-    end
+    // ---- cache-table scan pipeline ----
     function [5:0] nclamp;        // entries that take part in the scan: min(ncache, 32)
         input [5:0] n;
         nclamp = n[5] ? 6'd32 : n;
     endfunction
+    // issue state: slot, index, entries left in this slot, counts of the later slots
+    // (shifted down one slot per advance), last-slot flag
+    reg        iss_on;
+    reg [2:0]  iss_slot;
+    reg [4:0]  iss_idx;
+    reg [5:0]  iss_rem;
+    reg [41:0] iss_nsh;
+    reg        iss_last;
+    localparam SNW = 3 + 5 + 6 + 42 + 1;
+    wire [SNW-1:0] iss_snap = {iss_slot, iss_idx, iss_rem, iss_nsh, iss_last};
+    // in-flight entries: t0 = address register, results valid with t4
+    reg        t0_v, t1_v, t2_v, t3_v, t4_v;
+    reg [7:0]  t1_a, t2_a, t3_a, t4_a;
+    reg [SNW-1:0] t0_s, t1_s, t2_s, t3_s;
+    // comparisons of the table words read for t2 (registered twice: t3 halves, t4 result)
+    reg        ip_hi, ip_lo, mac_hi, mac_lo, mac_ok;
+    reg        sc_ipeq, sc_maceq;
+    always @(posedge clk) begin
+        ip_hi  <= (ca_rdata[31:16] == f_sip[31:16]);
+        ip_lo  <= (ca_rdata[15:0] == f_sip[15:0]);
+        mac_hi <= (ln_rdata[47:24] == f_src[47:24]);
+        mac_lo <= (ln_rdata[23:0] == f_src[23:0]);
+        mac_ok <= (cm_rdata[3:2] == 2'd2) && ln_rdata[52];
+        sc_ipeq  <= ip_hi && ip_lo;
+        sc_maceq <= mac_hi && mac_lo && mac_ok;
+    end
+    wire scan_busy = iss_on || t0_v || t1_v || t2_v || t3_v;
     reg [7:0] ipm, macm;
+
     reg [2:0] mset;
     reg [6:0] cidx;
     reg       alt_used;
     reg [7:0] pb, ab;
     reg       is_hash;
+    reg [10:0] l2_copy;
 
-    wire [31:0] rh = {6'd0, alt_used, (m_svc[7:0] == 8'd1), m_svc[15:8],
+    wire [31:0] rh = {6'd0, alt_used, r_dyn, r_svcid,
                       (alt_used ? ab : 8'd0), (is_hash ? pb : 8'd0)};
-
-    integer sk;
-    always @(*) begin
-        m_ctrl = 32'd0;
-        m_svc = 32'd0;
-        m_flags = 32'd0;
-        for (sk = 0; sk < 8; sk = sk + 1) begin
-            if (msl == sk[2:0]) begin
-                m_ctrl = grp_ctrl[sk*32 +: 32];
-                m_svc = grp_svc[sk*32 +: 32];
-                m_flags = grp_flags[sk*32 +: 32];
-            end
-        end
-    end
-
-    // table read addresses (combinational: data is valid in the next state)
-    always @(*) begin
-        c_raddr  = (state == S_SISSUE) ? {sc_slot, sc_idx} : {msl, cidx[4:0]};
-        bk_raddr = (state == S_H) ? {msl, pb[7:2]} : {msl, ab[7:2]};
-        mp_raddr = {msl, mset[1:0], state == S_M0};
-        mt_raddr = {msl, mset[1:0], cidx[6:2]};
-    end
 
     task set_normal;
         begin
@@ -303,7 +288,50 @@ module wccp_decide #(
             state <= S_IDLE;
             act_valid <= 1'b0;
             lr_valid <= 1'b0;
+            iss_on <= 1'b0;
+            t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0;
         end else begin
+            // ---- scan pipeline (runs while iss_on or entries are in flight) ----
+            t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v;
+            t1_a <= c_raddr; t2_a <= t1_a; t3_a <= t2_a; t4_a <= t3_a;
+            t1_s <= t0_s; t2_s <= t1_s; t3_s <= t2_s;
+            t0_v <= 1'b0;
+            if (iss_on) begin
+                t0_s <= iss_snap;
+                if (iss_rem != 6'd0) begin
+                    c_raddr <= {iss_slot, iss_idx};
+                    t0_v <= 1'b1;
+                    iss_idx <= iss_idx + 5'd1;
+                    iss_rem <= iss_rem - 6'd1;
+                end else begin
+                    iss_idx <= 5'd0;
+                    iss_slot <= iss_slot + 3'd1;
+                    iss_last <= (iss_slot == 3'd6);
+                    iss_rem <= iss_nsh[5:0];
+                    iss_nsh <= {6'd0, iss_nsh[41:6]};
+                    if (iss_last) iss_on <= 1'b0;
+                end
+            end
+            // a learn write is acknowledged: resume the scan after the learnt entry
+            if (lr_valid && lr_ack) begin
+                lr_valid <= 1'b0;
+                iss_on <= 1'b1;
+            end
+            if (t4_v) begin
+                if (sc_maceq) macm[t4_a[7:5]] <= 1'b1;
+                if (sc_ipeq) begin
+                    // learn this entry: stop, drop what is in flight, resume after the hit
+                    ipm[t4_a[7:5]] <= 1'b1;
+                    lr_valid <= 1'b1;
+                    lr_idx <= t4_a;
+                    lr_mac <= f_src;
+                    ev_cause[C_LEARN] <= 1'b1;
+                    iss_on <= 1'b0;
+                    t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0;
+                    {iss_slot, iss_idx, iss_rem, iss_nsh, iss_last} <= t3_s;
+                end
+            end
+
             case (state)
             S_IDLE: begin
                 if (in_valid && !hold && !in_ready) begin
@@ -313,122 +341,132 @@ module wccp_decide #(
                     f_proto <= in_proto; f_sip <= in_sip; f_dip <= in_dip; f_sport <= in_sport;
                     f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
                     f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
-                    state <= S_CLASS;
+                    state <= S_C1;
                 end
             end
-            S_CLASS: begin
-                ipm <= 8'd0;
-                macm <= 8'd0;
-                sc_slot <= 3'd0;
-                sc_idx <= 5'd0;
-                sc_last <= 1'b0;
-                sc_rem <= nclamp(grp_ctrl[16 +: 6]);
-                sc_nsh <= {nclamp(grp_ctrl[7*32+16 +: 6]), nclamp(grp_ctrl[6*32+16 +: 6]),
-                           nclamp(grp_ctrl[5*32+16 +: 6]), nclamp(grp_ctrl[4*32+16 +: 6]),
-                           nclamp(grp_ctrl[3*32+16 +: 6]), nclamp(grp_ctrl[2*32+16 +: 6]),
-                           nclamp(grp_ctrl[1*32+16 +: 6])};
+            S_C1: begin
+                for (s = 0; s < 8; s = s + 1) begin
+                    for (j = 0; j < 8; j = j + 1)
+                        c_peq[s*8 + j] <= (grp_ports[s*128 + (7-j)*16 +: 16] ==
+                                           (grp_flags[s*32 + 5] ? f_sport : f_dport));
+                    c_pz[s] <= ((grp_flags[s*32 + 5] ? f_sport : f_dport) == 16'd0);
+                    c_protok[s] <= grp_ctrl[s*32] && (grp_svc[s*32+24 +: 8] == 8'd0 ||
+                                                      grp_svc[s*32+24 +: 8] == f_proto);
+                    c_needp[s] <= (grp_svc[s*32+24 +: 8] == 8'd6 || grp_svc[s*32+24 +: 8] == 8'd17) &&
+                                  grp_flags[s*32 + 4];
+                end
+                g_hlen4 <= hlen + 16'd4;
+                g_prel <= hlen + (nib4 ? 16'd4 : 16'd8);
+                g_il <= nib4 ? f_len4 : f_len8;
+                g_pre <= f_ip_ok && f_proto == 8'd47 && f_dip == router_id && f_l4w0 == 32'h0000883E;
+                gre_tl_r <= f_totlen + 16'd28;
                 act_start <= f_start;
-                smatch_r <= smatch;
-                r_toobig <= (gre_tl > mtu);
-                gre_tl_r <= gre_tl;
-                r_ret_hit <= ret_hit;
-                r_ret_bad <= ret_bad;
-                r_dec_off <= l2len + p_rel[10:0];
-                r_il <= il[10:0];
                 act_flen <= f_flen;
                 ev_bytes <= {1'b0, f_flen} + 12'd4;
+                l2_copy <= f_flen - 11'd12;
+                r_decmac <= (nh_mac != 48'd0) ? nh_mac : f_dst;
+                ipm <= 8'd0;
+                macm <= 8'd0;
+                iss_slot <= 3'd0;
+                iss_idx <= 5'd0;
+                iss_last <= 1'b0;
+                iss_rem <= nclamp(grp_ctrl[16 +: 6]);
+                iss_nsh <= {nclamp(grp_ctrl[7*32+16 +: 6]), nclamp(grp_ctrl[6*32+16 +: 6]),
+                            nclamp(grp_ctrl[5*32+16 +: 6]), nclamp(grp_ctrl[4*32+16 +: 6]),
+                            nclamp(grp_ctrl[3*32+16 +: 6]), nclamp(grp_ctrl[2*32+16 +: 6]),
+                            nclamp(grp_ctrl[1*32+16 +: 6])};
                 alt_used <= 1'b0;
                 is_hash <= 1'b0;
                 pb <= 8'd0;
                 ab <= 8'd0;
-                state <= S_CLASS2;
+                state <= S_C2;
             end
-            S_CLASS2: begin
+            S_C2: begin
+                for (s = 0; s < 8; s = s + 1)
+                    smatch_r[s] <= c_protok[s] && (!c_needp[s] || (!c_pz[s] && (|c_peq[s*8 +: 8])));
+                g_prel4 <= g_prel + 16'd4;
+                g_prelil <= g_prel + g_il;
+                r_toobig <= (gre_tl_r > mtu);
+                r_dec_off <= l2len + g_prel[10:0];
+                r_il <= g_il[10:0];
+                // the scan starts now for valid IPv4 (learning happens also while disabled)
+                iss_on <= f_ip_ok;
+                state <= S_C3;
+            end
+            S_C3: begin
                 msl <= first_slot;
                 mfound <= any_slot;
-                state <= f_ip_ok ? S_SISSUE : S_PRE;
+                g_ret_hit <= g_pre && (g_hlen4 <= f_totlen);
+                g_ret_bad <= (g_hlen4 >= f_totlen) || (g_prel4 > f_totlen) || (g_il < 16'd20) ||
+                             (g_prelil > f_totlen);
+                state <= S_SCAN;
             end
-            S_SISSUE: begin
-                // table read of {sc_slot, sc_idx} issued now; data registered 2 cycles later,
-                // compared in the cycle after that (S_SCHK)
-                if (sc_rem != 6'd0) begin
-                    state <= S_SW1;
-                end else begin
-                    sc_idx <= 5'd0;
-                    sc_slot <= sc_slot + 3'd1;
-                    sc_last <= (sc_slot == 3'd6);
-                    sc_rem <= sc_nsh[5:0];
-                    sc_nsh <= {6'd0, sc_nsh[41:6]};
-                    if (sc_last) state <= S_PRE;
-                end
-            end
-            S_SW1: state <= S_SW2;
-            S_SW2: state <= S_SCHK;
-            S_SCHK: begin
-                if (sc_ipeq) begin
-                    ipm[sc_slot] <= 1'b1;
-                    lr_valid <= 1'b1;
-                    lr_idx <= {sc_slot, sc_idx};
-                    lr_mac <= f_src;
-                    ev_cause[C_LEARN] <= 1'b1;
-                    state <= S_SLEARN;
-                end else begin
-                    state <= S_SISSUE;
-                end
-                if (sc_maceq)
-                    macm[sc_slot] <= 1'b1;
-                sc_idx <= sc_idx + 5'd1;
-                sc_rem <= sc_rem - 6'd1;
-            end
-            S_SLEARN: begin
-                if (lr_ack) begin
-                    lr_valid <= 1'b0;
-                    state <= S_SISSUE;
-                end
+            S_SCAN: begin
+                if (!lr_valid && !scan_busy && !t4_v) state <= S_PRE;
             end
             S_PRE: begin
-                // register everything S_DEC needs about the matched slot (timing)
-                r_assign <= m_assign;
-                r_nsets <= m_nsets;
-                r_ncache <= m_ncache;
+                m_ctrl <= 32'd0; m_svc <= 32'd0; m_flags <= 32'd0;
+                for (s = 0; s < 8; s = s + 1)
+                    if (msl == s[2:0]) begin
+                        m_ctrl <= grp_ctrl[s*32 +: 32];
+                        m_svc <= grp_svc[s*32 +: 32];
+                        m_flags <= grp_flags[s*32 +: 32];
+                    end
                 r_fromc <= ipm[msl] | macm[msl];
-                pb <= b1;
-                ab <= b2;
+                state <= S_PRE2;
+            end
+            S_PRE2: begin
+                r_assign <= m_ctrl[2:1];
+                r_nsets <= m_ctrl[10:8];
+                r_ncache <= m_ctrl[21:16];
+                r_dyn <= (m_svc[7:0] == 8'd1);
+                r_svcid <= m_svc[15:8];
+                pb <= fold32(key1);
+                ab <= fold32(key2);
+                d_notip  <= !f_is_ip;
+                d_inval  <= f_is_ip && !f_ip_ok;
+                d_ret    <= f_ip_ok && g_ret_hit;
+                d_retbad <= g_ret_bad;
+                d_nored  <= !active || !mfound;
+                d_fromc  <= r_fromc;
+                d_hash   <= (m_ctrl[2:1] == 2'd1);
+                d_mask   <= (m_ctrl[2:1] == 2'd2) && (m_ctrl[10:8] != 3'd0);
                 state <= S_DEC;
             end
             S_DEC: begin
                 state <= S_OUT;
                 set_normal;
-                if (!f_is_ip) begin
+                if (d_notip) begin
                     // not IPv4: forward, not counted
-                end else if (!f_ip_ok) begin
+                end else if (d_inval) begin
                     if (active) ev_cause[C_NOTRED] <= 1'b1;
-                end else if (r_ret_hit) begin
-                    if (r_ret_bad) begin
+                end else if (d_ret) begin
+                    if (d_retbad) begin
                         act_drop <= 1'b1;
                         ev_cause[C_RETBAD] <= 1'b1;
                     end else begin
                         ev_cause[C_RET] <= 1'b1;
                         act_hlen <= f_vlan ? 6'd18 : 6'd14;
                         act_kind <= 2'd3;
-                        act_dmac <= (nh_mac != 48'd0) ? nh_mac : f_dst;
+                        act_dmac <= r_decmac;
                         act_smac <= appl_mac;
                         act_vlan <= f_vlan;
                         act_tci <= f_tci;
                         act_src_off <= r_dec_off;
                         act_copy_len <= r_il;
                     end
-                end else if (!active || !mfound) begin
+                end else if (d_nored) begin
                     // fail-open or no slot: forward normally
                 end else begin
                     ev_slot <= 1'b1;
                     ev_slot_idx <= msl;
-                    if (r_fromc) begin
+                    if (d_fromc) begin
                         ev_cause[C_FROMC] <= 1'b1;
-                    end else if (r_assign == 2'd1) begin
+                    end else if (d_hash) begin
                         is_hash <= 1'b1;
+                        bk_raddr <= {msl, pb[7:2]};
                         state <= S_H;
-                    end else if (r_assign == 2'd2 && r_nsets != 3'd0) begin
+                    end else if (d_mask) begin
                         mset <= 3'd0;
                         state <= S_MA;
                     end else begin
@@ -436,11 +474,9 @@ module wccp_decide #(
                     end
                 end
             end
-            S_H: begin               // bucket read issued from the registered index
-                state <= S_WAIT;
-                wnext <= S_B1;
-            end
-            S_WAIT: state <= wnext;
+            // hash: primary bucket word (address registered in S_DEC), data in S_B1
+            S_H: state <= S_HW1;
+            S_HW1: state <= S_B1;
             S_B1: begin
                 ev_bucket <= 1'b1;
                 ev_bucket_idx <= pb;
@@ -450,13 +486,15 @@ module wccp_decide #(
                     state <= S_OUT;
                 end else if (bsel(bk_rdata, pb[1:0]) >= 8'h80) begin
                     alt_used <= 1'b1;
-                    state <= S_WAIT;
-                    wnext <= S_B2;
+                    bk_raddr <= {msl, ab[7:2]};
+                    state <= S_AW1;
                 end else begin
                     cidx <= bsel_lo7(bk_rdata, pb[1:0]);
                     state <= S_CIDX;
                 end
             end
+            S_AW1: state <= S_AW2;
+            S_AW2: state <= S_B2;
             S_B2: begin
                 if (bsel(bk_rdata, ab[1:0]) == 8'hFF) begin
                     ev_cause[C_UNASS] <= 1'b1;
@@ -466,27 +504,51 @@ module wccp_decide #(
                     state <= S_CIDX;
                 end
             end
+            // mask: two position words, then the index in two stages, then the value table
             S_MA: begin
-                state <= S_WAIT;
-                wnext <= S_M0;
+                mp_raddr <= {msl, mset[1:0], 1'b0};
+                state <= S_MA1;
             end
-            S_M0: begin
+            S_MA1: begin
+                mp_raddr <= {msl, mset[1:0], 1'b1};
+                state <= S_MA2;
+            end
+            S_MA2: state <= S_MA3;
+            S_MA3: begin
                 mw0 <= mp_rdata;
-                state <= S_WAIT;
-                wnext <= S_M1;
+                state <= S_MA4;
             end
-            S_M1: begin              // second position word registered (timing)
+            S_MA4: begin
                 mw1 <= mp_rdata;
-                state <= S_M1B;
+                state <= S_MS1;
             end
-            S_M1B: begin
-                cidx <= midx;
+            S_MS1: begin
+                for (j = 0; j < 7; j = j + 1) begin
+                    ms_en[j] <= mpos[j*8+7] && (mpos[j*8 +: 7] < 7'd96);
+                    ms_bit[j*4 +: 4] <= mpos[j*8 +: 4];
+                    case (mpos[j*8+4 +: 3])
+                    3'd0: ms_chunk[j*16 +: 16] <= key96[15:0];
+                    3'd1: ms_chunk[j*16 +: 16] <= key96[31:16];
+                    3'd2: ms_chunk[j*16 +: 16] <= key96[47:32];
+                    3'd3: ms_chunk[j*16 +: 16] <= key96[63:48];
+                    3'd4: ms_chunk[j*16 +: 16] <= key96[79:64];
+                    default: ms_chunk[j*16 +: 16] <= key96[95:80];
+                    endcase
+                end
+                state <= S_MS2;
+            end
+            S_MS2: begin
+                for (j = 0; j < 7; j = j + 1)
+                    midx[j] <= ms_en[j] && bit16(ms_chunk[j*16 +: 16], ms_bit[j*4 +: 4]);
                 state <= S_MT;
             end
-            S_MT: begin              // mask table read issued from the registered index
-                state <= S_WAIT;
-                wnext <= S_M2;
+            S_MT: begin
+                mt_raddr <= {msl, mset[1:0], midx[6:2]};
+                cidx <= midx;
+                state <= S_MTW1;
             end
+            S_MTW1: state <= S_MTW2;
+            S_MTW2: state <= S_M2;
             S_M2: begin
                 if (bsel(mt_rdata, cidx[1:0]) != 8'hFF) begin
                     cidx <= bsel_lo7(mt_rdata, cidx[1:0]);
@@ -504,10 +566,12 @@ module wccp_decide #(
                     ev_cause[C_UNASS] <= 1'b1;
                     state <= S_OUT;
                 end else begin
-                    state <= S_WAIT;
-                    wnext <= S_C;
+                    c_raddr <= {msl, cidx[4:0]};
+                    state <= S_CW1;
                 end
             end
+            S_CW1: state <= S_CW2;
+            S_CW2: state <= S_C;
             S_C: begin
                 cache_ip <= ca_rdata;
                 if (!(ln_rdata[52] && ln_rdata[53])) begin
@@ -523,18 +587,18 @@ module wccp_decide #(
                     act_dmac <= ln_rdata[47:0];
                     act_smac <= appl_mac;
                     act_src_off <= 11'd12;
-                    act_copy_len <= f_flen - 11'd12;
+                    act_copy_len <= l2_copy;
                     state <= S_OUT;
                 end else if (r_toobig) begin
                     ev_cause[C_TOOBIG] <= 1'b1;
                     state <= S_OUT;
                 end else begin
-                    // GRE: header assembled in S_GRE (needs cache_ip for the checksum)
+                    // GRE: header assembled in S_GRE..S_GRE4 (needs cache_ip for the checksum)
                     ev_cause[C_GRE] <= 1'b1;
                     ev_cache <= 1'b1;
                     ev_cache_idx <= cidx[4:0];
                     act_port <= ln_rdata[48];
-                    lr_mac <= ln_rdata[47:0];   // reuse as cache MAC holder
+                    act_dmac <= ln_rdata[47:0];
                     state <= S_GRE;
                 end
             end
@@ -548,14 +612,17 @@ module wccp_decide #(
                 state <= S_GRE3;
             end
             S_GRE3: begin
+                cs4 <= {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
+                state <= S_GRE4;
+            end
+            S_GRE4: begin
                 act_hlen <= f_vlan ? 6'd46 : 6'd42;
                 act_kind <= 2'd2;
-                act_dmac <= lr_mac;
                 act_smac <= appl_mac;
                 act_vlan <= f_vlan;
                 act_tci <= f_tci;
                 act_tl <= gre_tl_r;
-                act_csum <= csum;
+                act_csum <= ~(cs4[15:0] + {15'd0, cs4[16]});
                 act_rid <= router_id;
                 act_cip <= cache_ip;
                 act_rh <= rh;
