@@ -135,7 +135,7 @@ class TB:
                         self._count(32 + 2 * s + p, n)
                 # transmit
                 if c >= tx_next[p] and (burst or r.random() < p_ev):
-                    n = r.randrange(64, 1523)
+                    n = r.randrange(64, 300) if r.random() < 0.9 else r.randrange(300, 1523)
                     tx_next[p] = c + max(84, n + 20)
                     tx |= 1 << p
                     txl |= n << (12 * p)
@@ -188,7 +188,7 @@ async def test_counters(dut):
     assert n > 100
     await _check_all(tb)
     assert await tb.read(60, 0) == 0
-    assert sum(tb.f[32:48]) > 20 and sum(tb.f[6:16]) > 20 and tb.f[2] > 20 and tb.f[1] > 20
+    assert sum(tb.f[32:48]) > 10 and sum(tb.f[6:16]) > 10 and tb.f[2] > 10 and tb.f[1] > 10
 
 
 @_test
