@@ -499,7 +499,7 @@ def directed_model(mtu=1400):
                     "service_flags": SF_DST_IP_HASH | SF_PORTS_DEFINED, "ports": [80]})
     m.set_caches(5, [cache(C_ADDR[6], FWD_L2, RET_L2, C_MAC[6], 1)])
     m.set_hash(5, [0] * 256)
-    # slot 6: caches but disabled (clear_group after set_caches keeps nothing: set caches only)
+    # slot 6: caches but no group (disabled): still scanned for learning
     m.set_caches(6, [cache(C_ADDR[7]), cache(C_ADDR[3])])
     m.commit()
     m.commit()          # apply the queued locations
@@ -614,6 +614,12 @@ def directed_frames():
                         (3128, 0, 0xC0A80101), (3128, 0, 0xC0A80100), (3128, 3, 0xC0A80100),
                         (3128, 4, 0xC0A80101), (3129, 1, 0xC0A80101), (3128, 7, 0xC0A80100)):
         F.append(mk(sport=sp, dport=dp, src=src, dst=0x08090909))
+    # invalid IPv4 from a cache's address: no learning (then a redirect to that cache)
+    fc = mk(proto=17, dport=9, src=C_ADDR[2], l2src=bytes.fromhex("02dd00000022"))
+    F.append(patch(fc, 20, b"\x20\x00"))
+    F.append(patch(fc, 14, b"\x43"))
+    F.append(patch(fc, 16, struct.pack(">H", 300)))
+    F.append(mk(dst=CL[4], src=client_for_alt(5)))
     # from-cache by source IP (and learning in every slot that lists the address)
     F.append(mk(src=C_ADDR[0], dst=CL[2], l2src=C_MAC[0]))
     # from-cache by L2-return MAC (cache 1 of slot 0), not by a GRE-return cache's MAC
