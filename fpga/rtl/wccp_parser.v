@@ -1,6 +1,14 @@
 // Frame parser: watches the receive stream (FCS already removed) and extracts
 // Ethernet (+ one 802.1Q tag), IPv4 and TCP/UDP/GRE fields. Results are valid in the
-// cycle `done` is high (the cycle after the last byte).
+// cycle `done` is high: the second cycle after the last byte (one cycle computes the
+// length checks from registered fields). The fields stay valid until the first byte of
+// the next frame: at least one idle cycle (s_valid low) must follow s_last (the GMII MAC
+// guarantees many: interframe gap, preamble and its 4-byte FCS delay).
+//
+// Timing: every field is captured with an enable that is at most one LUT level from a
+// register: byte positions are one-hot shift registers (Ethernet header positions 0..16,
+// IPv4 header bytes 0..19, L4 bytes 0..11) and the L4 start is a small down-counter loaded
+// from the IHL; no byte-position arithmetic or comparison sits in front of a capture.
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_parser (
@@ -15,7 +23,7 @@ module wccp_parser (
     output reg          vlan,
     output reg  [15:0]  vlan_tci,
     output reg  [10:0]  frame_len,   // bytes without FCS
-    output wire         is_ip,       // ethertype 0x0800
+    output reg          is_ip,       // ethertype 0x0800 (and at least one IPv4 byte)
     output wire         ip_ok,       // IPv4 valid for redirect
     output wire [7:0]   proto,
     output wire [31:0]  sip,
@@ -27,99 +35,158 @@ module wccp_parser (
     output wire [31:0]  l4_word0,    // first 4 bytes after the IP header (GRE flags+proto)
     output wire [7:0]   l4_byte4,    // 5th byte (first byte after the GRE header)
     output wire [15:0]  l4_len8,     // bytes 10..11 after IP header (inner total length if no redirect hdr... see decide)
-    output wire [15:0]  l4_len4      // bytes 6..7 after IP header
+    output wire [15:0]  l4_len4,     // bytes 6..7 after IP header
+    output reg          tcpudp       // protocol is TCP or UDP (sport/dport are l4_word0 then)
 );
-    reg [10:0] pos;
-    reg [15:0] etype;
-    reg [7:0]  ver_ihl;
+    reg [10:0] pos;          // byte index (saturating at 0x7FF), only for frame_len
+    reg [16:0] eh;           // one-hot: current byte is Ethernet header byte k (eh[0]: first)
+    reg [19:0] ih;           // one-hot: current byte is IPv4 header byte k
+    reg [11:0] lh;           // one-hot: current byte is L4 byte k
+    reg [5:0]  lcd;          // bytes still to skip before L4 byte 0 (0: not counting)
+    reg        lcd1;         // lcd == 1
+    reg        in_ip;        // past the Ethernet header of an IPv4 frame
+    reg        ip_any;       // at least one IPv4 byte seen
+    reg [10:0] ipn;          // IPv4 bytes seen (frame_len - l2len for frames < 2 KiB)
+    reg        et08, et81;   // etype_hi == 0x08 / 0x81
+    reg        etlo;         // current byte is the low ethertype byte (13, or 17 if tagged)
+    reg        lcd_on;       // lcd != 0
+    reg [3:0]  ihl_r;
     reg [15:0] tlen;
-    reg [13:0] frag;
+    reg        frag_hi0, frag_lo0;   // fragment offset/MF bits zero
+    reg        ihl_good;     // version 4 and IHL >= 5
     reg [7:0]  prot;
     reg [31:0] s_ip, d_ip;
     reg [7:0]  l4b [0:11];
+    reg        done0;        // cycle after the last byte: fields final, checks computed here
+    reg        tl_hdr, tl_hdr4, avail;
     integer k;
 
-    wire [10:0] l2len = vlan ? 11'd18 : 11'd14;
-    wire [10:0] ipb = pos - l2len;
-    // position of the first L4 byte, registered once the IHL is known (timing)
-    reg  [10:0] l4_start;
-    wire [10:0] l4pos = pos - l4_start;
-    wire        in_ip = (pos >= l2len) && (pos >= 11'd14) && (etype == 16'h0800);
+    wire v = s_valid;
+    wire sof = eh[0];
+    wire        zbyte = (s_data == 8'd0);
 
     always @(posedge clk) begin
-        done <= 1'b0;
+        done0 <= 1'b0;
+        done <= done0;
         if (rst) begin
             pos <= 11'd0;
+            eh <= 17'd1;
+            ih <= 20'd0;
+            lh <= 12'd0;
+            lcd <= 6'd0;
+            lcd1 <= 1'b0;
+            in_ip <= 1'b0;
+            ip_any <= 1'b0;
+            ipn <= 11'd0;
             vlan <= 1'b0;
-            etype <= 16'd0;
+            et08 <= 1'b0;
+            et81 <= 1'b0;
+            etlo <= 1'b0;
+            lcd_on <= 1'b0;
             frame_len <= 11'd0;
-        end else if (s_valid) begin
+            done <= 1'b0;
+        end else if (v) begin
             if (pos != 11'h7FF) pos <= pos + 11'd1;
-            if (pos < 11'd6) dst_mac <= {dst_mac[39:0], s_data};
-            else if (pos < 11'd12) src_mac <= {src_mac[39:0], s_data};
-            else if (pos == 11'd12) etype[15:8] <= s_data;
-            else if (pos == 11'd13) begin
-                etype[7:0] <= s_data;
-                vlan <= ({etype[15:8], s_data} == 16'h8100);
-            end else if (vlan && pos == 11'd14) vlan_tci[15:8] <= s_data;
-            else if (vlan && pos == 11'd15) vlan_tci[7:0] <= s_data;
-            else if (vlan && pos == 11'd16) etype[15:8] <= s_data;
-            else if (vlan && pos == 11'd17) etype[7:0] <= s_data;
-            if (pos == 11'd0) begin
+            eh <= {eh[15:0], 1'b0};
+            ih <= {ih[18:0], 1'b0};
+            lh <= {lh[10:0], 1'b0};
+            // ---- Ethernet header ----
+            if (|eh[5:0]) dst_mac <= {dst_mac[39:0], s_data};
+            if (|eh[11:6]) src_mac <= {src_mac[39:0], s_data};
+            if (eh[12] || (vlan && eh[16])) begin
+                et08 <= (s_data == 8'h08);
+                et81 <= (s_data == 8'h81);
+            end
+            etlo <= eh[12] || (vlan && eh[16]);
+            if (eh[13]) vlan <= et81 && zbyte;
+            if (vlan && eh[14]) vlan_tci[15:8] <= s_data;
+            if (vlan && eh[15]) vlan_tci[7:0] <= s_data;
+            // the next byte is IPv4 byte 0
+            if (etlo && et08 && zbyte) begin
+                in_ip <= 1'b1;
+                ih[0] <= 1'b1;
+            end
+            // ---- IPv4 header ----
+            if (in_ip) ipn <= ipn + 11'd1;
+            if (ih[0]) begin
+                ihl_r <= s_data[3:0];
+                ihl_good <= (s_data[7:4] == 4'd4) && (s_data[3:0] >= 4'd5);
+                ip_any <= 1'b1;
+                // L4 byte 0 is IPv4 byte 4*IHL (IHL 0: bytes 1..11 land at L4 index 1..11)
+                lcd <= (s_data[3:0] == 4'd0) ? 6'd0 : {s_data[3:0] - 4'd1, 2'b11};
+                lcd_on <= (s_data[3:0] != 4'd0);
+                lcd1 <= 1'b0;
+                lh <= {10'd0, s_data[3:0] == 4'd0, 1'b0};
+            end else if (lcd_on) begin
+                lcd <= lcd - 6'd1;
+                lcd_on <= !lcd1;
+                lcd1 <= (lcd == 6'd2);
+                lh[0] <= lcd1;
+            end
+            if (ih[2]) tlen[15:8] <= s_data;
+            if (ih[3]) tlen[7:0] <= s_data;
+            if (ih[6]) frag_hi0 <= (s_data[5:0] == 6'd0);
+            if (ih[7]) frag_lo0 <= (s_data == 8'd0);
+            if (ih[9]) begin
+                prot <= s_data;
+                tcpudp <= (s_data == 8'd6) || (s_data == 8'd17);
+            end
+            if (|ih[15:12]) s_ip <= {s_ip[23:0], s_data};
+            if (|ih[19:16]) d_ip <= {d_ip[23:0], s_data};
+            for (k = 0; k < 12; k = k + 1)
+                if (lh[k]) l4b[k] <= s_data;
+            // ---- first byte: clear what the frame may not overwrite ----
+            if (sof) begin
                 vlan <= 1'b0;
                 vlan_tci <= 16'd0;
-                ver_ihl <= 8'd0;
+                in_ip <= 1'b0;
+                ip_any <= 1'b0;
+                ipn <= 11'd0;
+                ihl_r <= 4'd0;
+                ihl_good <= 1'b0;
                 tlen <= 16'd0;
-                frag <= 14'd0;
+                frag_hi0 <= 1'b1;
+                frag_lo0 <= 1'b1;
                 prot <= 8'd0;
+                tcpudp <= 1'b0;
                 s_ip <= 32'd0;
                 d_ip <= 32'd0;
                 for (k = 0; k < 12; k = k + 1) l4b[k] <= 8'd0;
-                l4_start <= 11'h7FF;
-            end
-            if (in_ip) begin
-                case (ipb)
-                11'd0: begin
-                    ver_ihl <= s_data;
-                    l4_start <= l2len + {5'd0, s_data[3:0], 2'b00};
-                end
-                11'd2: tlen[15:8] <= s_data;
-                11'd3: tlen[7:0] <= s_data;
-                11'd6: frag[13:8] <= s_data[5:0];
-                11'd7: frag[7:0] <= s_data;
-                11'd9: prot <= s_data;
-                11'd12, 11'd13, 11'd14, 11'd15: s_ip <= {s_ip[23:0], s_data};
-                11'd16, 11'd17, 11'd18, 11'd19: d_ip <= {d_ip[23:0], s_data};
-                default: ;
-                endcase
-                if (l4pos < 11'd12)
-                    l4b[l4pos[3:0]] <= s_data;
             end
             if (s_last) begin
                 pos <= 11'd0;
-                done <= 1'b1;
+                eh <= 17'd1;
+                ih <= 20'd0;
+                lh <= 12'd0;
+                lcd <= 6'd0;
+                lcd_on <= 1'b0;
+                etlo <= 1'b0;
+                done0 <= 1'b1;
                 frame_len <= pos + 11'd1;
             end
         end
     end
 
-    // validity (combinational on the captured fields, valid while done)
-    wire [15:0] ip_avail = {5'd0, frame_len} - {5'd0, l2len};
-    wire        ihl_ok = (ver_ihl[7:4] == 4'd4) && (ver_ihl[3:0] >= 4'd5);
-    wire        len_ok = (tlen >= {10'd0, ver_ihl[3:0], 2'b00}) && (ip_avail >= tlen) &&
-                         (frame_len >= l2len);
-    wire        nofrag = (frag[13] == 1'b0) && (frag[12:0] == 13'd0);
-    wire        tcpudp = (prot == 8'd6) || (prot == 8'd17);
-    wire        l4_ok  = !tcpudp || (tlen >= {10'd0, ver_ihl[3:0], 2'b00} + 16'd4);
-    assign is_ip  = (etype == 16'h0800) && (frame_len >= l2len + 11'd1);
-    assign ip_ok  = is_ip && ihl_ok && len_ok && nofrag && l4_ok;
+    // checks that need the whole frame, registered in the cycle after the last byte
+    always @(posedge clk) begin
+        if (done0) begin
+            // frames of 2 KiB and more wrap frame_len to 0 and never count as IPv4
+            is_ip <= ip_any && (frame_len != 11'd0);
+            tl_hdr <= (tlen[15:2] >= {10'd0, ihl_r});    // tlen >= 4*IHL
+            tl_hdr4 <= (tlen[15:2] > {10'd0, ihl_r});    // tlen >= 4*IHL + 4
+            avail <= ({5'd0, ipn} >= tlen);                     // whole datagram received
+        end
+    end
+
+    assign ip_ok  = is_ip && ihl_good && tl_hdr && avail && frag_hi0 && frag_lo0 &&
+                    (!tcpudp || tl_hdr4);
     assign proto  = prot;
     assign sip    = s_ip;
     assign dip    = d_ip;
     assign sport  = tcpudp ? {l4b[0], l4b[1]} : 16'd0;
     assign dport  = tcpudp ? {l4b[2], l4b[3]} : 16'd0;
     assign totlen = tlen;
-    assign ihl    = ver_ihl[3:0];
+    assign ihl    = ihl_r;
     assign l4_word0 = {l4b[0], l4b[1], l4b[2], l4b[3]};
     assign l4_byte4 = l4b[4];
     assign l4_len4  = {l4b[6], l4b[7]};

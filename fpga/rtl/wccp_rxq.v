@@ -51,12 +51,13 @@ module wccp_rxq #(
         .m_data(r_data), .m_valid(r_valid), .m_last(r_last), .m_good(r_good), .m_runt(r_runt),
         .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len));
 
-    wire        p_vlan, p_is_ip, p_ip_ok;
+    wire        p_vlan, p_is_ip, p_ip_ok, p_tcpudp;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire        p_done;   // the bundle is pushed in the same cycle (see keep)
+    wire        p_done;   // high in the cycle after keep: the bundle is pushed then (keep_d)
+    wire [15:0] p_sport, p_dport;   // stored as l4w0 + the TCP/UDP flag instead
     /* verilator lint_on UNUSEDSIGNAL */
     wire [47:0] p_dst, p_src;
-    wire [15:0] p_tci, p_sport, p_dport, p_totlen, p_len4, p_len8;
+    wire [15:0] p_tci, p_totlen, p_len4, p_len8;
     wire [10:0] p_flen;
     wire [7:0]  p_proto, p_l4b4;
     wire [31:0] p_sip, p_dip, p_l4w0;
@@ -66,13 +67,15 @@ module wccp_rxq #(
         .done(p_done), .dst_mac(p_dst), .src_mac(p_src), .vlan(p_vlan), .vlan_tci(p_tci),
         .frame_len(p_flen), .is_ip(p_is_ip), .ip_ok(p_ip_ok), .proto(p_proto), .sip(p_sip),
         .dip(p_dip), .sport(p_sport), .dport(p_dport), .totlen(p_totlen), .ihl(p_ihl),
-        .l4_word0(p_l4w0), .l4_byte4(p_l4b4), .l4_len8(p_len8), .l4_len4(p_len4));
+        .l4_word0(p_l4w0), .l4_byte4(p_l4b4), .l4_len8(p_len8), .l4_len4(p_len4),
+        .tcpudp(p_tcpudp));
 
     // ---- frame buffer ----
     reg [7:0] mem [0:(1 << BUF_AW) - 1];
     reg [BUF_AW-1:0] wp, fstart;
     reg              ovf;          // this frame did not fit
-    reg              keep;         // frame complete and good, push at p_done
+    reg              keep;         // frame complete and good
+    reg              keep_d;       // push the bundle (parser results are final: p_done)
     // occupancy registered (timing); one cycle stale, so keep a 4-byte margin
     reg  [BUF_AW-1:0] used;
     always @(posedge clk) used <= wp - rel_ptr;
@@ -84,14 +87,18 @@ module wccp_rxq #(
     end
 
     // ---- bundle queue ----
-    localparam BW = BUF_AW + 11 + 48 + 48 + 1 + 16 + 1 + 1 + 8 + 32 + 32 + 16 + 16 + 16 + 4 + 32 + 8 + 16 + 16;
+    // sport/dport are not stored: they are l4w0 when the frame is TCP/UDP (one flag bit)
+    localparam BW = BUF_AW + 11 + 48 + 48 + 1 + 16 + 1 + 1 + 8 + 32 + 32 + 1 + 16 + 4 + 32 + 8 + 16 + 16;
     reg [BW-1:0] q [0:(1 << QAW) - 1];
     reg [QAW:0]  qw, qr;
     wire [QAW:0] q_used = qw - qr;
     wire         q_full = q_used[QAW];
     assign q_valid = (qw != qr);
+    wire         q_tcpudp;
     assign {q_start, q_flen, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_ok, q_proto, q_sip,
-            q_dip, q_sport, q_dport, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
+            q_dip, q_tcpudp, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
+    assign q_sport = q_tcpudp ? q_l4w0[31:16] : 16'd0;
+    assign q_dport = q_tcpudp ? q_l4w0[15:0] : 16'd0;
 
     always @(posedge clk) begin
         ev_rx <= 1'b0;
@@ -101,11 +108,13 @@ module wccp_rxq #(
             fstart <= {BUF_AW{1'b0}};
             ovf <= 1'b0;
             keep <= 1'b0;
+            keep_d <= 1'b0;
             qw <= {(QAW+1){1'b0}};
             qr <= {(QAW+1){1'b0}};
         end else begin
             if (q_pop && q_valid) qr <= qr + 1'b1;
             keep <= 1'b0;
+            keep_d <= keep;
             if (r_valid) begin
                 if (full && !r_last) ovf <= 1'b1;
                 if (!r_last) begin
@@ -126,10 +135,10 @@ module wccp_rxq #(
                     end
                 end
             end
-            if (keep) begin
+            if (keep_d) begin
                 // p_done is high in this cycle: push the bundle
                 q[qw[QAW-1:0]] <= {fstart, p_flen, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_ok, p_proto,
-                                   p_sip, p_dip, p_sport, p_dport, p_totlen, p_ihl, p_l4w0, p_l4b4,
+                                   p_sip, p_dip, p_tcpudp, p_totlen, p_ihl, p_l4w0, p_l4b4,
                                    p_len4, p_len8};
                 qw <= qw + 1'b1;
                 fstart <= wp;

@@ -96,6 +96,10 @@ async def test_fields(dut):
             await RisingEdge(dut.clk)
         dut.s_valid.value = 0
         dut.s_last.value = 0
+        # results in the second cycle after the last byte (one idle cycle between frames)
+        await ReadOnly()
+        assert int(dut.done.value) == 0
+        await RisingEdge(dut.clk)
         await ReadOnly()
         assert int(dut.done.value) == 1
         e = expect(f)
