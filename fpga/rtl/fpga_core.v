@@ -55,6 +55,10 @@ module fpga_core #(
     end
     assign dbg_reg_rdata = reg_rdata;
     assign dbg_reg_rvalid = reg_rvalid;
+    // the register file strobes the counter RAMs one cycle after the access (registered
+    // decode): they take the word index from the address of that access
+    reg  [10:0] cnt_addr;
+    always @(posedge clk) cnt_addr <= reg_addr[10:0];
 
     wccp_spi_slave spi (
         .clk(clk), .rst(rst), .spi_sck(spi_sck), .spi_cs_n(spi_cs_n), .spi_mosi(spi_mosi),
@@ -251,12 +255,12 @@ module fpga_core #(
         .clk(clk), .rst(rst),
         .ev0(ev_cache[0]), .ev0_idx({ev_slot_idx[2:0], ev_cache_idx[4:0]}), .ev0_bytes(ev_bytes[11:0]),
         .ev1(ev_cache[1]), .ev1_idx({ev_slot_idx[5:3], ev_cache_idx[9:5]}), .ev1_bytes(ev_bytes[23:12]),
-        .rd(cc_rd), .rd_idx(reg_addr[8:1]), .rd_hi(reg_addr[0]), .rdata(cc_rdata), .rvalid(cc_rvalid));
+        .rd(cc_rd), .rd_idx(cnt_addr[8:1]), .rd_hi(cnt_addr[0]), .rdata(cc_rdata), .rvalid(cc_rvalid));
     wccp_cnt_ram #(.AW(11), .BYTES(0)) bucket_cnt (
         .clk(clk), .rst(rst),
         .ev0(ev_bucket[0]), .ev0_idx({ev_slot_idx[2:0], ev_bucket_idx[7:0]}), .ev0_bytes(12'd0),
         .ev1(ev_bucket[1]), .ev1_idx({ev_slot_idx[5:3], ev_bucket_idx[15:8]}), .ev1_bytes(12'd0),
-        .rd(bc_rd), .rd_idx(reg_addr[10:0]), .rd_hi(1'b0), .rdata(bc_rdata), .rvalid(bc_rvalid));
+        .rd(bc_rd), .rd_idx(cnt_addr[10:0]), .rd_hi(1'b0), .rdata(bc_rdata), .rvalid(bc_rvalid));
 
     // ---------------- egress: arbiter + MAC tx per port ----------------
     wire [1:0] e_grant_valid;

@@ -1,6 +1,7 @@
 // Counter RAM (ECP5 DP16KD): read-modify-write increments from two decision engines and
 // host reads through the register bus. Each word holds {bytes[31:0], frames[31:0]} (or
-// frames only when BYTES = 0). One operation every two cycles; host reads first.
+// frames only when BYTES = 0). One operation every four cycles (RAM address and data from
+// registers); host reads first.
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_cnt_ram #(
@@ -31,29 +32,27 @@ module wccp_cnt_ram #(
     reg          ph, ph_hi, drain;
     reg [AW-1:0] ph_idx;
 
-    // one small event queue per engine (distributed RAM): events keep arriving while the RAM
-    // is cleared after reset (2**AW cycles) and wait there; one event per engine per frame
-    // (>= 84 cycles at line rate) fits 2**AW / 84 < 2**(AW-6) entries, the queue has 2**(AW-5)
+    // one small event queue per engine (distributed RAM, registered head): events keep
+    // arriving while the RAM is cleared after reset (2**AW cycles) and wait there; one event
+    // per engine per frame (>= 84 cycles at line rate) fits 2**AW / 84 < 2**(AW-6) entries,
+    // the queue has 2**(AW-5) plus the head register
     localparam QAW = (AW >= 7) ? AW - 5 : 2;
     reg [AW+11:0] q0m [0:(1 << QAW) - 1];
     reg [AW+11:0] q1m [0:(1 << QAW) - 1];
     reg [QAW:0]   q0w, q0r, q1w, q1r;
-    wire          p0 = (q0w != q0r);
-    wire          p1 = (q1w != q1r);
     wire          q0full = (q0w == {~q0r[QAW], q0r[QAW-1:0]});
     wire          q1full = (q1w == {~q1r[QAW], q1r[QAW-1:0]});
-    wire [AW+11:0] h0 = q0m[q0r[QAW-1:0]];
-    wire [AW+11:0] h1 = q1m[q1r[QAW-1:0]];
-    wire [AW-1:0] p0_idx = h0[AW+11:12];
-    wire [AW-1:0] p1_idx = h1[AW+11:12];
-    wire [11:0]   p0_b = h0[11:0];
-    wire [11:0]   p1_b = h1[11:0];
     always @(posedge clk) begin
         if (ev0 && !q0full) q0m[q0w[QAW-1:0]] <= {ev0_idx, ev0_bytes};
         if (ev1 && !q1full) q1m[q1w[QAW-1:0]] <= {ev1_idx, ev1_bytes};
     end
+    reg           h0v, h1v;
+    reg [AW+11:0] h0, h1;
+    wire [AW-1:0] p0_idx = h0[AW+11:12];
+    wire [AW-1:0] p1_idx = h1[AW+11:12];
 
-    // op: 0 idle/issue, 1 wait, 2 result (host read data / increment computed), 3 write
+    // op: 0 issue (address registered), 1 RAM read, 2 RAM output, 3 result (host read data /
+    // increment computed; the write happens in the next cycle, before the next read)
     reg [1:0]    op;
     reg          op_inc;
     reg [11:0]   op_b;
@@ -93,11 +92,9 @@ module wccp_cnt_ram #(
         end
     endgenerate
 
-    always @(*) begin
-        if (op == 2'd0 && ph && !drain) raddr = ph_idx;
-        else if (op == 2'd0 && p0) raddr = p0_idx;
-        else raddr = p1_idx;
-    end
+    wire take_rd = (op == 2'd0) && !clearing && ph && !drain;
+    wire take0 = (op == 2'd0) && !clearing && !take_rd && h0v;
+    wire take1 = (op == 2'd0) && !clearing && !take_rd && !h0v && h1v;
 
     always @(posedge clk) begin
         rvalid <= 1'b0;
@@ -105,38 +102,47 @@ module wccp_cnt_ram #(
         if (rst) begin
             q0w <= {(QAW + 1){1'b0}}; q0r <= {(QAW + 1){1'b0}};
             q1w <= {(QAW + 1){1'b0}}; q1r <= {(QAW + 1){1'b0}};
+            h0v <= 1'b0; h1v <= 1'b0;
             ph <= 1'b0; op <= 2'd0; drain <= 1'b1;
         end else begin
             // after the clear the queued events go first (a read then sees them all)
-            if (!clearing && !p0 && !p1) drain <= 1'b0;
+            if (!clearing && !h0v && !h1v && q0w == q0r && q1w == q1r) drain <= 1'b0;
             if (ev0 && !q0full) q0w <= q0w + 1'b1;   // (full: cannot happen at line rate)
             if (ev1 && !q1full) q1w <= q1w + 1'b1;
+            // queue heads
+            if ((!h0v || take0) && q0w != q0r) begin
+                h0 <= q0m[q0r[QAW-1:0]]; h0v <= 1'b1; q0r <= q0r + 1'b1;
+            end else if (take0) begin
+                h0v <= 1'b0;
+            end
+            if ((!h1v || take1) && q1w != q1r) begin
+                h1 <= q1m[q1r[QAW-1:0]]; h1v <= 1'b1; q1r <= q1r + 1'b1;
+            end else if (take1) begin
+                h1v <= 1'b0;
+            end
             if (rd) begin ph <= 1'b1; ph_idx <= rd_idx; ph_hi <= rd_hi; end
             case (op)
             2'd0: begin
-                if (clearing) begin
-                    // queue events until the RAM is cleared
-                end else if (ph && !drain) begin
-                    op <= 2'd1; op_inc <= 1'b0; op_hi <= ph_hi; ph <= rd;
-                end else if (p0) begin
-                    op <= 2'd1; op_inc <= 1'b1; op_b <= p0_b; waddr <= p0_idx; q0r <= q0r + 1'b1;
-                end else if (p1) begin
-                    op <= 2'd1; op_inc <= 1'b1; op_b <= p1_b; waddr <= p1_idx; q1r <= q1r + 1'b1;
+                if (take_rd) begin
+                    op <= 2'd1; op_inc <= 1'b0; op_hi <= ph_hi; ph <= rd; raddr <= ph_idx;
+                end else if (take0) begin
+                    op <= 2'd1; op_inc <= 1'b1; op_b <= h0[11:0]; raddr <= p0_idx; waddr <= p0_idx;
+                end else if (take1) begin
+                    op <= 2'd1; op_inc <= 1'b1; op_b <= h1[11:0]; raddr <= p1_idx; waddr <= p1_idx;
                 end
             end
             2'd1: op <= 2'd2;
-            2'd2: begin
+            2'd2: op <= 2'd3;
+            default: begin
+                op <= 2'd0;
                 if (op_inc) begin
                     we <= 1'b1;
                     wdata <= inc;
-                    op <= 2'd3;
                 end else begin
                     rvalid <= 1'b1;
                     rdata <= (BYTES != 0 && op_hi) ? q2[DW-1:DW-32] : q2[31:0];
-                    op <= 2'd0;
                 end
             end
-            default: op <= 2'd0;          // write cycle; the next read sees the new value
             endcase
         end
     end

@@ -1,6 +1,9 @@
 // Register file: global/group configuration (shadow + live flip-flops), table write
 // strobes for the banked RAMs, commit sequencing, fail-open watchdog and counters.
-// Register bus: reg_rd/reg_wr with a 24-bit word address; read data one cycle later.
+// Register bus: reg_rd/reg_wr with a 24-bit word address. Every access is decoded into
+// registered strobes first (timing): writes take effect two cycles after reg_wr, read data
+// (reg_rvalid) comes two cycles after reg_rd, the counter read strobes (cc_rd, bc_rd, st_rd
+// with st_word/st_hi) one cycle after reg_rd (the address to use is reg_addr delayed by one).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_regs #(
@@ -41,12 +44,12 @@ module wccp_regs #(
     output reg  [53:0]   ln_data,
     input  wire          ln_ack,
     // port/slot counters live in wccp_stats (block RAM): read strobe and word select
-    output wire          st_rd,
-    output wire [5:0]    st_word,
-    output wire          st_hi,
+    output reg           st_rd,
+    output reg  [5:0]    st_word,
+    output reg           st_hi,
     // counter RAMs (per cache, per bucket): read strobes, data returned by the RAMs
-    output wire          cc_rd,
-    output wire          bc_rd
+    output reg           cc_rd,
+    output reg           bc_rd
 );
 `include "wccp_regmap.vh"
 
@@ -63,10 +66,10 @@ module wccp_regs #(
     reg  [31:0]   ln_stage;
     reg           commit_req, commit_copy;
 
+    // ---------------- decode stage (registered) ----------------
     wire [23:0] a = reg_addr;
+    wire        in_glob = (a[23:5] == 19'd0);
     wire        in_group = ({a[23:8], 8'd0} == `WCCP_GROUP_BASE);
-    wire [2:0]  g_slot = a[7:5];
-    wire [4:0]  g_off = a[4:0];
     // block decodes: equality on the upper address bits (block sizes are powers of two)
     wire        in_cache = ({a[23:10], 10'd0} == `WCCP_CACHE_BASE);
     wire        in_bucket = ({a[23:9], 9'd0} == `WCCP_BUCKET_BASE);
@@ -74,22 +77,74 @@ module wccp_regs #(
     wire        in_masktab = ({a[23:10], 10'd0} == `WCCP_MASKTAB_BASE);
     wire        in_cc = ({a[23:9], 9'd0} == `WCCP_CACHECNT_BASE);
     wire        in_bc = ({a[23:11], 11'd0} == `WCCP_BUCKETCNT_BASE);
-    assign cc_rd = reg_rd && in_cc;
     // PORTCNT: a[5] port, a[4:0] offset (0/1 rx, 2/3 tx, 4.. single) ; SLOTCNT: a[6:4] slot, a[1] port, a[0] bytes
     wire        in_pc = ({a[23:6], 6'd0} == `WCCP_PORTCNT_BASE) && (a[4:0] < 5'd18);
     wire        in_sc = ({a[23:7], 7'd0} == `WCCP_SLOTCNT_BASE) && (a[3:2] == 2'd0);
     wire        in_st = in_pc || in_sc;
-    assign st_rd = reg_rd && in_st;
     wire [3:0]  pc_m2 = a[3:0] - 4'd2;   // offset - 2 (offsets 4..17)
-    assign st_word = in_sc ? {2'b10, a[6:4], a[1]} :
-                     {1'b0, a[5], (a[4:0] < 5'd4) ? {3'd0, a[1]} : pc_m2[3:0]};
-    assign st_hi = in_sc ? a[0] : (a[4:0] < 5'd4) ? a[0] : 1'b0;
-    assign bc_rd = reg_rd && in_bc;
 
-    // ---------------- counters ----------------
+    reg         w_ctrl, w_hb, w_wdt, w_commit, w_rid, w_mac_hi, w_mac_lo, w_mtu;
+    reg  [3:0]  w_nh;                    // NEXTHOP_MAC_HI/LO port 0, HI/LO port 1
+    reg         w_cache, w_bucket, w_maskset, w_masktab;
+    reg  [9:0]  d_a;
+    reg  [31:0] d_wd;
+    reg         r_glob;                  // read of the global block (data in the next cycle)
+    always @(posedge clk) begin
+        d_a <= a[9:0];
+        d_wd <= reg_wdata;
+        w_ctrl <= reg_wr && (a == `WCCP_CONTROL);
+        w_hb <= reg_wr && (a == `WCCP_HEARTBEAT);
+        w_wdt <= reg_wr && (a == `WCCP_WDT_TIMEOUT);
+        w_commit <= reg_wr && (a == `WCCP_COMMIT) && reg_wdata[0];
+        w_rid <= reg_wr && (a == `WCCP_ROUTER_ID);
+        w_mac_hi <= reg_wr && (a == `WCCP_MAC_HI);
+        w_mac_lo <= reg_wr && (a == `WCCP_MAC_LO);
+        w_mtu <= reg_wr && (a == `WCCP_MTU);
+        w_nh[0] <= reg_wr && (a == `WCCP_NEXTHOP_MAC_HI);
+        w_nh[1] <= reg_wr && (a == `WCCP_NEXTHOP_MAC_LO);
+        w_nh[2] <= reg_wr && (a == `WCCP_NEXTHOP_MAC_HI + 2);
+        w_nh[3] <= reg_wr && (a == `WCCP_NEXTHOP_MAC_LO + 2);
+        w_cache <= reg_wr && in_cache;
+        w_bucket <= reg_wr && in_bucket;
+        w_maskset <= reg_wr && in_maskset;
+        w_masktab <= reg_wr && in_masktab;
+        r_glob <= reg_rd && !in_cc && !in_bc && !in_st;
+        reg_rvalid <= r_glob && !rst;
+        cc_rd <= reg_rd && in_cc && !rst;
+        bc_rd <= reg_rd && in_bc && !rst;
+        st_rd <= reg_rd && in_st && !rst;
+        st_word <= in_sc ? {2'b10, a[6:4], a[1]} :
+                   {1'b0, a[5], (a[4:0] < 5'd4) ? {3'd0, a[1]} : pc_m2[3:0]};
+        st_hi <= in_sc ? a[0] : (a[4:0] < 5'd4) ? a[0] : 1'b0;
+        if (rst) begin
+            w_ctrl <= 1'b0; w_hb <= 1'b0; w_wdt <= 1'b0; w_commit <= 1'b0; w_rid <= 1'b0;
+            w_mac_hi <= 1'b0; w_mac_lo <= 1'b0; w_mtu <= 1'b0; w_nh <= 4'd0;
+            w_cache <= 1'b0; w_bucket <= 1'b0; w_maskset <= 1'b0; w_masktab <= 1'b0;
+            r_glob <= 1'b0;
+        end
+    end
+    // global block read index (0..11 defined, the rest of the block reads 0)
+    reg  [3:0]  r_idx;
+    reg         r_ok;
+    always @(posedge clk) begin
+        r_idx <= a[3:0];
+        r_ok <= in_glob && !a[4] && (a[3:0] < 4'd12);
+    end
+
+    // ---------------- watchdog timing ----------------
+    // prescaler: one tick per microsecond (registered compare); wdt_left <= 1 is kept in a
+    // register: reloaded with the value written, recomputed one cycle after a decrement
+    // (ticks are >= 2 cycles apart)
+    reg         tick, left_le1, to_le1, to_nz;
+    always @(posedge clk) begin
+        if (rst) begin
+            tick <= 1'b0;
+        end else begin
+            tick <= (prescale == 7'd1);
+        end
+    end
 
     always @(posedge clk) begin
-        reg_rvalid <= 1'b0;
         t_wr <= 1'b0;
         copy_start <= 1'b0;
         if (rst) begin
@@ -97,23 +152,21 @@ module wccp_regs #(
             router_id <= 32'd0; appl_mac <= 48'd0; mtu <= 16'd1500; nh_mac <= 96'd0;
             grp_ctrl <= 256'd0; grp_svc <= 256'd0; grp_flags <= 256'd0; grp_ports <= 1024'd0;
             control <= 32'd0; wdt_timeout <= WDT_RESET_US; wdt_left <= 32'd0; wdt_armed <= 1'b0;
-            prescale <= 7'd0; commits <= 32'd0;
+            to_le1 <= (WDT_RESET_US <= 1); to_nz <= (WDT_RESET_US != 0); left_le1 <= 1'b1;
+            prescale <= CLK_PER_US - 1; commits <= 32'd0;
             live <= 1'b0; hold <= 1'b0; commit_req <= 1'b0; commit_copy <= 1'b0;
             ln_wr <= 1'b0; active <= 1'b0;
         end else begin
             // ---- watchdog ----
-            if (prescale == CLK_PER_US - 1) begin
-                prescale <= 7'd0;
-                if (wdt_armed && wdt_timeout != 32'd0) begin
-                    if (wdt_left <= 32'd1) begin
-                        wdt_left <= 32'd0;
-                        wdt_armed <= 1'b0;
-                    end else begin
-                        wdt_left <= wdt_left - 32'd1;
-                    end
+            prescale <= tick ? CLK_PER_US - 1 : prescale - 7'd1;
+            left_le1 <= (wdt_left[31:1] == 31'd0);
+            if (tick && wdt_armed && to_nz) begin
+                if (left_le1) begin
+                    wdt_left <= 32'd0;
+                    wdt_armed <= 1'b0;
+                end else begin
+                    wdt_left <= wdt_left - 32'd1;
                 end
-            end else begin
-                prescale <= prescale + 7'd1;
             end
             active <= control[0] && wdt_armed;
 
@@ -136,72 +189,76 @@ module wccp_regs #(
 
             if (ln_ack) ln_wr <= 1'b0;
 
-            // ---- register writes ----
-            if (reg_wr) begin
-                if (a == `WCCP_CONTROL) begin
-                    control <= reg_wdata;
-                    if (reg_wdata[0] && !control[0]) begin
-                        wdt_armed <= 1'b0;
-                        wdt_left <= 32'd0;
-                    end
+            // ---- register writes (decoded one cycle earlier) ----
+            if (w_ctrl) begin
+                control <= d_wd;
+                if (d_wd[0] && !control[0]) begin
+                    wdt_armed <= 1'b0;
+                    wdt_left <= 32'd0;
+                    left_le1 <= 1'b1;
                 end
-                if (a == `WCCP_HEARTBEAT) begin
-                    wdt_armed <= 1'b1;
-                    wdt_left <= wdt_timeout;
-                end
-                if (a == `WCCP_WDT_TIMEOUT) wdt_timeout <= reg_wdata;
-                if (a == `WCCP_COMMIT && reg_wdata[0]) commit_req <= 1'b1;
-                if (a == `WCCP_ROUTER_ID) s_router_id <= reg_wdata;
-                if (a == `WCCP_MAC_HI) s_mac[47:32] <= reg_wdata[15:0];
-                if (a == `WCCP_MAC_LO) s_mac[31:0] <= reg_wdata;
-                if (a == `WCCP_MTU) s_mtu <= reg_wdata[15:0];
-                if (a == `WCCP_NEXTHOP_MAC_HI) s_nh[47:32] <= reg_wdata[15:0];
-                if (a == `WCCP_NEXTHOP_MAC_LO) s_nh[31:0] <= reg_wdata;
-                if (a == `WCCP_NEXTHOP_MAC_HI + 2) s_nh[95:80] <= reg_wdata[15:0];
-                if (a == `WCCP_NEXTHOP_MAC_LO + 2) s_nh[79:48] <= reg_wdata;
-                if (in_cache) begin
-                    // a[9:7] slot, a[6:2] cache, a[1:0] register
-                    case (a[1:0])
-                    2'd0: begin t_wr <= 1'b1; t_sel <= 3'd0; t_addr <= {2'b00, a[9:2]}; t_data <= reg_wdata; end
-                    2'd1: begin t_wr <= 1'b1; t_sel <= 3'd1; t_addr <= {2'b00, a[9:2]}; t_data <= reg_wdata; end
-                    2'd2: begin
-                        ln_wr <= 1'b1;
-                        ln_idx <= a[9:2];
-                        ln_data <= {reg_wdata[17], reg_wdata[16], reg_wdata[23:20], reg_wdata[15:0], ln_stage};
-                    end
-                    default: ln_stage <= reg_wdata;
-                    endcase
-                end
-                if (in_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; t_addr <= {1'b0, a[8:0]}; t_data <= reg_wdata; end
-                if (in_maskset) begin
-                    // a[6:4] slot, a[3:1] set (0..3 used), a[0] word
-                    t_wr <= 1'b1; t_sel <= 3'd3; t_addr <= {4'd0, a[6:4], a[2:1], a[0]}; t_data <= reg_wdata;
-                end
-                if (in_masktab) begin t_wr <= 1'b1; t_sel <= 3'd4; t_addr <= a[9:0]; t_data <= reg_wdata; end
             end
-
-            // ---- register reads ----
-            if (reg_rd && !in_cc && !in_bc && !in_st) begin
-                reg_rvalid <= 1'b1;
-                reg_rdata <= 32'd0;
-                case (a)
-                `WCCP_ID: reg_rdata <= `WCCP_ID_VALUE;
-                `WCCP_VERSION: reg_rdata <= `WCCP_REGMAP_VERSION;
-                `WCCP_CAPS: reg_rdata <= {4'd0, 4'd`WCCP_MAX_MASK_SETS, 8'd`WCCP_MAX_CACHES, 8'd`WCCP_MAX_GROUPS, 8'd2};
-                `WCCP_CONTROL: reg_rdata <= control;
-                `WCCP_STATUS: reg_rdata <= {29'd0, commit_req | commit_copy, !wdt_armed, active};
-                `WCCP_HEARTBEAT: reg_rdata <= wdt_left;
-                `WCCP_WDT_TIMEOUT: reg_rdata <= wdt_timeout;
-                `WCCP_COMMIT: reg_rdata <= commits;
-                `WCCP_ROUTER_ID: reg_rdata <= s_router_id;
-                `WCCP_MAC_HI: reg_rdata <= {16'd0, s_mac[47:32]};
-                `WCCP_MAC_LO: reg_rdata <= s_mac[31:0];
-                `WCCP_MTU: reg_rdata <= {16'd0, s_mtu};
-                default: begin
+            if (w_hb) begin
+                wdt_armed <= 1'b1;
+                wdt_left <= wdt_timeout;
+                left_le1 <= to_le1;
+            end
+            if (w_wdt) begin
+                wdt_timeout <= d_wd;
+                to_le1 <= (d_wd[31:1] == 31'd0);
+                to_nz <= (d_wd != 32'd0);
+            end
+            if (w_commit) commit_req <= 1'b1;
+            if (w_rid) s_router_id <= d_wd;
+            if (w_mac_hi) s_mac[47:32] <= d_wd[15:0];
+            if (w_mac_lo) s_mac[31:0] <= d_wd;
+            if (w_mtu) s_mtu <= d_wd[15:0];
+            if (w_nh[0]) s_nh[47:32] <= d_wd[15:0];
+            if (w_nh[1]) s_nh[31:0] <= d_wd;
+            if (w_nh[2]) s_nh[95:80] <= d_wd[15:0];
+            if (w_nh[3]) s_nh[79:48] <= d_wd;
+            if (w_cache) begin
+                // a[9:7] slot, a[6:2] cache, a[1:0] register
+                case (d_a[1:0])
+                2'd0: begin t_wr <= 1'b1; t_sel <= 3'd0; t_addr <= {2'b00, d_a[9:2]}; t_data <= d_wd; end
+                2'd1: begin t_wr <= 1'b1; t_sel <= 3'd1; t_addr <= {2'b00, d_a[9:2]}; t_data <= d_wd; end
+                2'd2: begin
+                    ln_wr <= 1'b1;
+                    ln_idx <= d_a[9:2];
+                    ln_data <= {d_wd[17], d_wd[16], d_wd[23:20], d_wd[15:0], ln_stage};
                 end
+                default: ln_stage <= d_wd;
                 endcase
             end
+            if (w_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; t_addr <= {1'b0, d_a[8:0]}; t_data <= d_wd; end
+            if (w_maskset) begin
+                // a[6:4] slot, a[3:1] set (0..3 used), a[0] word
+                t_wr <= 1'b1; t_sel <= 3'd3; t_addr <= {4'd0, d_a[6:4], d_a[2:1], d_a[0]}; t_data <= d_wd;
+            end
+            if (w_masktab) begin t_wr <= 1'b1; t_sel <= 3'd4; t_addr <= d_a[9:0]; t_data <= d_wd; end
+        end
+    end
 
+    // ---------------- register reads (decoded one cycle earlier) ----------------
+    always @(posedge clk) begin
+        reg_rdata <= 32'd0;
+        if (r_ok) begin
+            case (r_idx)
+            4'd`WCCP_ID: reg_rdata <= `WCCP_ID_VALUE;
+            4'd`WCCP_VERSION: reg_rdata <= `WCCP_REGMAP_VERSION;
+            4'd`WCCP_CAPS: reg_rdata <= {4'd0, 4'd`WCCP_MAX_MASK_SETS, 8'd`WCCP_MAX_CACHES, 8'd`WCCP_MAX_GROUPS, 8'd2};
+            4'd`WCCP_CONTROL: reg_rdata <= control;
+            4'd`WCCP_STATUS: reg_rdata <= {29'd0, commit_req | commit_copy, !wdt_armed, active};
+            4'd`WCCP_HEARTBEAT: reg_rdata <= wdt_left;
+            4'd`WCCP_WDT_TIMEOUT: reg_rdata <= wdt_timeout;
+            4'd`WCCP_COMMIT: reg_rdata <= commits;
+            4'd`WCCP_ROUTER_ID: reg_rdata <= s_router_id;
+            4'd`WCCP_MAC_HI: reg_rdata <= {16'd0, s_mac[47:32]};
+            4'd`WCCP_MAC_LO: reg_rdata <= s_mac[31:0];
+            4'd`WCCP_MTU: reg_rdata <= {16'd0, s_mtu};
+            default: begin
+            end
+            endcase
         end
     end
     // shadow group configuration and slot counters: constant-index registers per slot
@@ -212,8 +269,8 @@ module wccp_regs #(
     reg [31:0] gw_data;
     always @(posedge clk) begin
         gw_en <= !rst && reg_wr && in_group;
-        gw_slot <= g_slot;
-        gw_off <= g_off;
+        gw_slot <= a[7:5];
+        gw_off <= a[4:0];
         gw_data <= reg_wdata;
     end
     genvar gs;

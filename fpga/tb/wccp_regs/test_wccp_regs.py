@@ -107,29 +107,33 @@ class TB:
         d.reg_wr.value = 0
 
     async def read(self, addr, strobes=None):
-        """Read: rvalid must come exactly one cycle after reg_rd."""
+        """Read: counter strobes one cycle after reg_rd, rvalid exactly two cycles after."""
         d = self.dut
         await Timer(1, "ns")
         d.reg_addr.value = addr
         d.reg_rd.value = 1
+        await RisingEdge(d.clk)
+        await Timer(1, "ns")
+        d.reg_rd.value = 0
+        d.reg_addr.value = addr ^ 0xFFFFFF      # the strobes must not depend on a later address
         await ReadOnly()
         if strobes is not None:
             strobes.append((int(d.cc_rd.value), int(d.bc_rd.value), int(d.st_rd.value),
                             int(d.st_word.value), int(d.st_hi.value)))
+        assert int(d.reg_rvalid.value) == 0, "rvalid one cycle after reg_rd"
         await RisingEdge(d.clk)
-        await Timer(1, "ns")
-        d.reg_rd.value = 0
         await ReadOnly()
         v = (int(d.reg_rvalid.value), int(d.reg_rdata.value))
         await RisingEdge(d.clk)
         await ReadOnly()
         assert int(d.reg_rvalid.value) == 0, "rvalid longer than one cycle"
+        assert (int(d.cc_rd.value), int(d.bc_rd.value), int(d.st_rd.value)) == (0, 0, 0)
         await RisingEdge(d.clk)
         return v
 
     async def rd(self, addr):
         valid, v = await self.read(addr)
-        assert valid == 1, "no rvalid one cycle after reading 0x%06X" % addr
+        assert valid == 1, "no rvalid two cycles after reading 0x%06X" % addr
         return v
 
 

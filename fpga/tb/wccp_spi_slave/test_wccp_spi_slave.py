@@ -1,6 +1,9 @@
 """wccp_spi_slave: SPI mode-0 write/read transactions (docs/regmap.md), address
 auto-increment, incomplete words discarded, MISO valid at every SCLK rising edge at the
-documented maximum SCLK (clk/5 = 25 MHz) for several clock phase offsets."""
+documented maximum SCLK (clk/5 = 25 MHz) for several clock phase offsets. The last test
+runs against the real register file (fpga_core: wccp_regs, wccp_stats, both counter RAMs
+with their read pipelines): single and burst reads of every block at 25 MHz return what
+the register bus returns."""
 import pathlib
 import random
 import sys
@@ -14,7 +17,8 @@ try:
     import cocotb
     from cocotb.clock import Clock
     from cocotb.triggers import ReadOnly, RisingEdge, Timer
-    from wccp_hw import SpiMaster
+    from wccp import regmap as R
+    from wccp_hw import RegBus, SpiMaster
 except ImportError:
     cocotb = None
 
@@ -174,6 +178,81 @@ async def test_incomplete_and_abort(dut):
     assert len(tb.writes) == n and len(tb.reads) == rd0
 
 
+async def _runts(dut, counts):
+    """Runt fragments on both GMII receive ports (SFD + n bytes, 1-cycle gap)."""
+    pins = ((dut.gmii0_rxd, dut.gmii0_rx_dv), (dut.gmii1_rxd, dut.gmii1_rx_dv))
+    seqs = []
+    for (nfr, nbytes) in counts:
+        seq = []
+        for _ in range(nfr):
+            seq += [(1, 0xD5)] + [(1, 0x11)] * nbytes + [(0, 0)]
+        seqs.append(seq)
+    for i in range(max(len(q) for q in seqs)):
+        await RisingEdge(dut.clk)
+        await Timer(1, "ns")
+        for (rxd, dv), q in zip(pins, seqs):
+            v, b = q[i] if i < len(q) else (0, 0)
+            dv.value, rxd.value = v, b
+
+
+@_test
+async def test_core_register_file_25mhz(dut):
+    """fpga_core: SPI at 25 MHz against the real register file, every clock phase: burst
+    writes, burst reads of the global block and of every counter block, single reads that
+    alternate between non-zero words and late-answering counter RAMs."""
+    cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
+    for n in ("gmii0_rxd", "gmii0_rx_dv", "gmii0_rx_er", "gmii1_rxd", "gmii1_rx_dv", "gmii1_rx_er"):
+        getattr(dut, n).value = 0
+    bus = RegBus(dut)
+    spi = SpiMaster(dut, half_period_ns=20)
+    dut.rst.value = 1
+    for _ in range(5):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    for _ in range(2100):                 # bucket counter RAM clear (2048 words)
+        await RisingEdge(dut.clk)
+    rng = random.Random(7)
+    rid, hi, lo, mtu = rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(32), 1400
+    await spi.write(R.ROUTER_ID, [rid, hi, lo, mtu])
+    await spi.write(R.WDT_TIMEOUT, [123457])
+    await _runts(dut, [(5, 2), (9, 1)])
+    for _ in range(300):
+        await RisingEdge(dut.clk)
+    addrs = list(range(12)) + [R.PORTCNT_BASE + p * R.PORTCNT_STRIDE + o for p in (0, 1) for o in range(19)]
+    addrs += [R.SLOTCNT_BASE + s * R.SLOTCNT_STRIDE + o for s in (0, 7) for o in range(5)]
+    addrs += [R.CACHECNT_BASE + i for i in range(4)] + [R.BUCKETCNT_BASE + i for i in range(4)]
+    exp = {}
+    for a in addrs:
+        exp[a] = await bus.read(a)
+    assert [exp[R.ID], exp[R.ROUTER_ID], exp[R.MAC_HI], exp[R.MAC_LO], exp[R.MTU], exp[R.WDT_TIMEOUT]] == \
+        [R.ID_VALUE, rid, hi, lo, mtu, 123457]
+    rx0 = R.PORTCNT_BASE
+    rx1 = R.PORTCNT_BASE + R.PORTCNT_STRIDE
+    assert (exp[rx0], exp[rx0 + 1], exp[rx1], exp[rx1 + 1]) == (5, 10, 9, 9), [exp[rx0 + i] for i in range(6)]
+    bursts = [(0, 12), (rx0, 19), (rx1, 19), (R.SLOTCNT_BASE, 5), (R.SLOTCNT_BASE + 7 * R.SLOTCNT_STRIDE, 5),
+              (R.CACHECNT_BASE, 4), (R.BUCKETCNT_BASE, 4)]
+    singles = [rx0, R.CACHECNT_BASE + 1, rx1 + 1, R.BUCKETCNT_BASE + 2, R.ID, R.SLOTCNT_BASE + 1,
+               rx0 + 1, R.BUCKETCNT_BASE + 3, rx1, R.PORTCNT_BASE + 4, R.MAC_LO, R.CACHECNT_BASE + 3]
+    for i in range(8):
+        await RisingEdge(dut.clk)
+        await Timer(i * 1000 + 370, "ps")
+        for a, n in bursts:
+            got = await spi.read(a, n)
+            assert got == [exp[a + k] for k in range(n)], (i, hex(a), [hex(x) for x in got])
+        for a in singles:
+            got = await spi.read(a)
+            assert got == [exp[a]], (i, hex(a), hex(got[0]), hex(exp[a]))
+
+
+SLAVE_TESTS = ("test_sclk_20mhz", "test_sclk_25mhz_documented_max", "test_slow_sclk", "test_incomplete_and_abort")
+
+
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_spi_slave(sim):
-    wccp_tb.run_sim(sim, "wccp_spi_slave", __file__, sources=[wccp_tb.RTL / "wccp_spi_slave.v"])
+    wccp_tb.run_sim(sim, "wccp_spi_slave", __file__, sources=[wccp_tb.RTL / "wccp_spi_slave.v"],
+                    testcase=list(SLAVE_TESTS))
+
+
+@pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
+def test_spi_register_file(sim):
+    wccp_tb.run_sim(sim, "fpga_core", __file__, testcase=["test_core_register_file_25mhz"])
