@@ -22,7 +22,7 @@ module wccp_parser (
     output reg  [47:0]  src_mac,
     output reg          vlan,
     output reg  [15:0]  vlan_tci,
-    output reg  [10:0]  frame_len,   // bytes without FCS
+    output wire [10:0]  frame_len,   // bytes without FCS
     output reg          is_ip,       // ethertype 0x0800 (and at least one IPv4 byte)
     output wire         ip_ok,       // IPv4 valid for redirect
     output wire [7:0]   proto,
@@ -38,80 +38,57 @@ module wccp_parser (
     output wire [15:0]  l4_len4,     // bytes 6..7 after IP header
     output reg          tcpudp       // protocol is TCP or UDP (sport/dport are l4_word0 then)
 );
-    reg [10:0] pos;          // byte index (saturating at 0x7FF), only for frame_len
+    reg [11:0] fcnt;         // bytes of this frame, saturating at 2048 (frame_len wraps to 0)
     reg [16:0] eh;           // one-hot: current byte is Ethernet header byte k (eh[0]: first)
     reg [19:0] ih;           // one-hot: current byte is IPv4 header byte k
     reg [11:0] lh;           // one-hot: current byte is L4 byte k
-    reg [5:0]  lcd;          // bytes still to skip before L4 byte 0 (0: not counting)
+    reg [5:0]  lcd;          // bytes still to skip before L4 byte 0
+    reg        lcd_on;       // lcd != 0
     reg        lcd1;         // lcd == 1
     reg        in_ip;        // past the Ethernet header of an IPv4 frame
     reg        ip_any;       // at least one IPv4 byte seen
     reg [10:0] ipn;          // IPv4 bytes seen (frame_len - l2len for frames < 2 KiB)
-    reg        et08, et81;   // etype_hi == 0x08 / 0x81
+    reg        et08, et81;   // high ethertype byte is 0x08 / 0x81
     reg        etlo;         // current byte is the low ethertype byte (13, or 17 if tagged)
-    reg        lcd_on;       // lcd != 0
     reg [3:0]  ihl_r;
+    reg        ver4;         // IP version 4
     reg [15:0] tlen;
     reg        frag_hi0, frag_lo0;   // fragment offset/MF bits zero
-    reg        ihl_good;     // version 4 and IHL >= 5
     reg [7:0]  prot;
     reg [31:0] s_ip, d_ip;
     reg [7:0]  l4b [0:11];
     reg        done0;        // cycle after the last byte: fields final, checks computed here
-    reg        tl_hdr, tl_hdr4, avail;
+    reg        ihl_good, tl_hdr, tl_hdr4, avail;
     integer k;
 
     wire v = s_valid;
-    wire sof = eh[0];
-    wire        zbyte = (s_data == 8'd0);
+    wire zbyte = (s_data == 8'd0);
+    // Fields are cleared after `done` (and at reset), so a frame starts from zeros; the
+    // first byte of the next frame may coincide with the clear (it only feeds dst_mac).
+    wire clr = rst || done;
+    assign frame_len = fcnt[10:0];
 
+    // byte positions and counters
     always @(posedge clk) begin
         done0 <= 1'b0;
         done <= done0;
         if (rst) begin
-            pos <= 11'd0;
             eh <= 17'd1;
             ih <= 20'd0;
             lh <= 12'd0;
             lcd <= 6'd0;
-            lcd1 <= 1'b0;
-            in_ip <= 1'b0;
-            ip_any <= 1'b0;
-            ipn <= 11'd0;
-            vlan <= 1'b0;
-            et08 <= 1'b0;
-            et81 <= 1'b0;
-            etlo <= 1'b0;
             lcd_on <= 1'b0;
-            frame_len <= 11'd0;
+            lcd1 <= 1'b0;
+            etlo <= 1'b0;
             done <= 1'b0;
         end else if (v) begin
-            if (pos != 11'h7FF) pos <= pos + 11'd1;
             eh <= {eh[15:0], 1'b0};
             ih <= {ih[18:0], 1'b0};
             lh <= {lh[10:0], 1'b0};
-            // ---- Ethernet header ----
-            if (|eh[5:0]) dst_mac <= {dst_mac[39:0], s_data};
-            if (|eh[11:6]) src_mac <= {src_mac[39:0], s_data};
-            if (eh[12] || (vlan && eh[16])) begin
-                et08 <= (s_data == 8'h08);
-                et81 <= (s_data == 8'h81);
-            end
             etlo <= eh[12] || (vlan && eh[16]);
-            if (eh[13]) vlan <= et81 && zbyte;
-            if (vlan && eh[14]) vlan_tci[15:8] <= s_data;
-            if (vlan && eh[15]) vlan_tci[7:0] <= s_data;
             // the next byte is IPv4 byte 0
-            if (etlo && et08 && zbyte) begin
-                in_ip <= 1'b1;
-                ih[0] <= 1'b1;
-            end
-            // ---- IPv4 header ----
-            if (in_ip) ipn <= ipn + 11'd1;
+            if (etlo && et08 && zbyte) ih[0] <= 1'b1;
             if (ih[0]) begin
-                ihl_r <= s_data[3:0];
-                ihl_good <= (s_data[7:4] == 4'd4) && (s_data[3:0] >= 4'd5);
-                ip_any <= 1'b1;
                 // L4 byte 0 is IPv4 byte 4*IHL (IHL 0: bytes 1..11 land at L4 index 1..11)
                 lcd <= (s_data[3:0] == 4'd0) ? 6'd0 : {s_data[3:0] - 4'd1, 2'b11};
                 lcd_on <= (s_data[3:0] != 4'd0);
@@ -123,10 +100,59 @@ module wccp_parser (
                 lcd1 <= (lcd == 6'd2);
                 lh[0] <= lcd1;
             end
+            if (s_last) begin
+                eh <= 17'd1;
+                ih <= 20'd0;
+                lh <= 12'd0;
+                lcd_on <= 1'b0;
+                lcd1 <= 1'b0;
+                etlo <= 1'b0;
+                done0 <= 1'b1;
+            end
+        end
+        if (clr) fcnt <= {11'd0, v && !rst};
+        else if (v && !fcnt[11]) fcnt <= fcnt + 12'd1;
+        if (clr) ipn <= 11'd0;
+        else if (v && in_ip) ipn <= ipn + 11'd1;
+    end
+
+    // field capture: one enable per field (a one-hot position bit and s_valid)
+    always @(posedge clk) begin
+        if (v && |eh[5:0]) dst_mac <= {dst_mac[39:0], s_data};
+        if (v && |eh[11:6]) src_mac <= {src_mac[39:0], s_data};
+        if (v && (eh[12] || (vlan && eh[16]))) begin
+            et08 <= (s_data == 8'h08);
+            et81 <= (s_data == 8'h81);
+        end
+        if (clr) begin
+            vlan <= 1'b0;
+            vlan_tci <= 16'd0;
+            in_ip <= 1'b0;
+            ip_any <= 1'b0;
+            ihl_r <= 4'd0;
+            ver4 <= 1'b0;
+            tlen <= 16'd0;
+            frag_hi0 <= 1'b1;
+            frag_lo0 <= 1'b1;
+            prot <= 8'd0;
+            tcpudp <= 1'b0;
+            s_ip <= 32'd0;
+            d_ip <= 32'd0;
+            for (k = 0; k < 12; k = k + 1) l4b[k] <= 8'd0;
+        end else if (v) begin
+            if (eh[13]) vlan <= et81 && zbyte;
+            if (vlan && eh[14]) vlan_tci[15:8] <= s_data;
+            if (vlan && eh[15]) vlan_tci[7:0] <= s_data;
+            if (etlo && et08 && zbyte) in_ip <= 1'b1;
+            if (ih[0]) begin
+                ihl_r <= s_data[3:0];
+                ver4 <= (s_data[7:4] == 4'd4);
+                ip_any <= 1'b1;
+            end
             if (ih[2]) tlen[15:8] <= s_data;
             if (ih[3]) tlen[7:0] <= s_data;
             if (ih[6]) frag_hi0 <= (s_data[5:0] == 6'd0);
-            if (ih[7]) frag_lo0 <= (s_data == 8'd0);
+            if (ih[7]) frag_lo0 <= zbyte;
             if (ih[9]) begin
                 prot <= s_data;
                 tcpudp <= (s_data == 8'd6) || (s_data == 8'd17);
@@ -135,35 +161,6 @@ module wccp_parser (
             if (|ih[19:16]) d_ip <= {d_ip[23:0], s_data};
             for (k = 0; k < 12; k = k + 1)
                 if (lh[k]) l4b[k] <= s_data;
-            // ---- first byte: clear what the frame may not overwrite ----
-            if (sof) begin
-                vlan <= 1'b0;
-                vlan_tci <= 16'd0;
-                in_ip <= 1'b0;
-                ip_any <= 1'b0;
-                ipn <= 11'd0;
-                ihl_r <= 4'd0;
-                ihl_good <= 1'b0;
-                tlen <= 16'd0;
-                frag_hi0 <= 1'b1;
-                frag_lo0 <= 1'b1;
-                prot <= 8'd0;
-                tcpudp <= 1'b0;
-                s_ip <= 32'd0;
-                d_ip <= 32'd0;
-                for (k = 0; k < 12; k = k + 1) l4b[k] <= 8'd0;
-            end
-            if (s_last) begin
-                pos <= 11'd0;
-                eh <= 17'd1;
-                ih <= 20'd0;
-                lh <= 12'd0;
-                lcd <= 6'd0;
-                lcd_on <= 1'b0;
-                etlo <= 1'b0;
-                done0 <= 1'b1;
-                frame_len <= pos + 11'd1;
-            end
         end
     end
 
@@ -171,7 +168,8 @@ module wccp_parser (
     always @(posedge clk) begin
         if (done0) begin
             // frames of 2 KiB and more wrap frame_len to 0 and never count as IPv4
-            is_ip <= ip_any && (frame_len != 11'd0);
+            is_ip <= ip_any && !fcnt[11];
+            ihl_good <= ver4 && (ihl_r >= 4'd5);
             tl_hdr <= (tlen[15:2] >= {10'd0, ihl_r});    // tlen >= 4*IHL
             tl_hdr4 <= (tlen[15:2] > {10'd0, ihl_r});    // tlen >= 4*IHL + 4
             avail <= ({5'd0, ipn} >= tlen);                     // whole datagram received
