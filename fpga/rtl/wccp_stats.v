@@ -2,20 +2,22 @@
 //   word p*16 + 0 rx, 1 tx, 2 runt, 3 bad_fcs, 4 oversize, 5 overflow, 6..15 causes 0..9
 //   word 32 + slot*2 + port: slot matches
 // Events are kept per source and folded into the RAM by one read-modify-write pipeline
-// (read, output register, add, write: 4 cycles) that starts one operation every cycle. A
-// fixed 16-cycle wheel gives every source its own turns, at least 4 cycles apart:
-//   d0 d1 m0 m1 d0 d1 m2 m3 d0 d1 m4 m5 d0 d1 m6 m7   (dP = decisions of port P, m = misc)
+// (read, output register, add + write: 3 cycles) that starts one operation every cycle. A
+// fixed wheel gives every source its own turns, at least 3 cycles apart:
+//   d0 d1 m0 d0 d1 m1 ... d0 d1 m7   (dP = decisions of port P every 3 cycles, m = misc
+//   sources, each every 24 cycles)
 // Each source owns a disjoint set of words, so operations in flight never touch the same
 // word and no forwarding is needed. Sources per port:
-//   rx      accumulator {frames 6b, bytes 13b}, folded every 16 cycles (runt floods: one
-//           frame per 3 cycles at most, <= 4095 + 84 bytes between folds)
+//   rx      accumulator {frames 6b, bytes 13b}, folded every 24 cycles (runt floods: one
+//           frame per 3 cycles at most; < 63 frames, <= 4095 + 92 bytes between folds, also
+//           across the clear after reset)
 //   runt    accumulator (frames 6b)
 //   drop    bad_fcs/oversize/overflow: one pending event (such frames are >= 64 bytes, i.e.
-//           >= 66 cycles apart; folded within 16)
+//           >= 66 cycles apart; folded within 24)
 //   tx      one pending {len} (frames >= 84 cycles apart)
 //   dec     16-entry FIFO of {causes, slot, slot index, bytes}: one RAM operation per cause
-//           bit and one for the slot, one every 4 cycles (decisions are >= 9 cycles apart,
-//           the FIFO absorbs a burst of the 16 frames the receive queue can hold)
+//           bit and one for the slot, one every 3 cycles (a decision is >= 9 cycles and
+//           raises at most three events: learn, slot, cause; the FIFO absorbs the rest)
 // After reset the RAM is cleared (64 cycles) while the sources collect events.
 // Host reads: rd/rd_word/rd_hi from registers; rdata/rvalid two cycles later (0 until the
 // RAM is cleared).
@@ -43,25 +45,27 @@ module wccp_stats (
 
     // ---------------- wheel ----------------
     // sel: 0 d0, 1 d1, 2 + 4*p + {0 rx, 1 tx, 2 runt, 3 drop}
-    reg  [3:0] wt;
+    reg  [1:0] wp;            // 0 d0, 1 d1, 2 misc
+    reg  [2:0] wm;            // misc source
     reg  [9:0] sel;
     reg  [6:0] ccnt;          // reset sequencing: 0..63 clear, 64..67 drain, 68 run
     wire       run = ccnt[6] && ccnt[2];
     always @(posedge clk) begin
         if (rst) begin
             ccnt <= 7'd0;
-            wt <= 4'd0;
+            wp <= 2'd0;
+            wm <= 3'd0;
             sel <= 10'd0;
         end else begin
             if (!run) ccnt <= ccnt + 7'd1;
-            wt <= wt + 4'd1;
+            wp <= (wp == 2'd2) ? 2'd0 : wp + 2'd1;
+            if (wp == 2'd2) wm <= wm + 3'd1;
             sel <= 10'd0;
             if (run) begin
-                case (wt[1:0])
+                case (wp)
                 2'd0: sel[0] <= 1'b1;
                 2'd1: sel[1] <= 1'b1;
-                2'd2: sel[2 + {wt[3:2], 1'b0}] <= 1'b1;
-                default: sel[3 + {wt[3:2], 1'b0}] <= 1'b1;
+                default: sel[2 + wm] <= 1'b1;
                 endcase
             end
         end
@@ -87,13 +91,24 @@ module wccp_stats (
             reg         tv, dv;
             reg  [11:0] tl;
             reg  [1:0]  dk;
+            // accumulators: the fold takes the sum including this cycle's event and clears
+            // (a synchronous reset: no multiplexer)
+            wire [5:0]  s_af = af + {5'd0, e_rx};
+            wire [12:0] s_ab = ab + (e_rx ? {1'b0, ev_rx_len[p*12 +: 12]} : 13'd0);
+            wire [5:0]  s_rf = rf + {5'd0, e_drop[0]};
+            always @(posedge clk) begin
+                if (rst || t_rx) begin
+                    af <= 6'd0; ab <= 13'd0;
+                end else begin
+                    af <= s_af; ab <= s_ab;
+                end
+                if (rst || t_runt) rf <= 6'd0;
+                else rf <= s_rf;
+            end
             always @(posedge clk) begin
                 if (rst) begin
-                    af <= 6'd0; ab <= 13'd0; rf <= 6'd0; tv <= 1'b0; dv <= 1'b0;
+                    tv <= 1'b0; dv <= 1'b0;
                 end else begin
-                    af <= (t_rx ? 6'd0 : af) + {5'd0, e_rx};
-                    ab <= (t_rx ? 13'd0 : ab) + (e_rx ? {1'b0, ev_rx_len[p*12 +: 12]} : 13'd0);
-                    rf <= (t_runt ? 6'd0 : rf) + {5'd0, e_drop[0]};
                     if (ev_tx[p]) begin
                         tv <= 1'b1;
                         tl <= ev_tx_len[p*12 +: 12];
@@ -119,53 +134,55 @@ module wccp_stats (
                     fm[fw[3:0]] <= {e_c, e_s, ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
             end
             wire [25:0] fh = fm[fr[3:0]];
+            reg         hv;           // head holds a record with something left to count
             reg  [9:0]  hc;           // head: cause bits not yet counted
             reg         hs;           // head: slot match not yet counted
             reg  [2:0]  hsi;
             reg  [11:0] hb;
-            // next operation, registered: lowest pending cause bit, else the slot word
+            // next operation (registered from the head; takes are 4 cycles apart and the
+            // head only changes at a take or when it is empty)
             reg  [5:0]  na;
-            reg         nf;
+            reg         nf;           // there is something to count
             reg  [11:0] nb;
-            reg  [9:0]  noh;          // cause bit the operation counts
+            reg         nc;           // the operation counts the lowest cause bit
             reg         ns;           // the operation counts the slot
-            reg  [3:0]  ci;
-            integer k;
+            reg         nl;           // last operation of the record
+            reg  [3:0]  ci;           // lowest pending cause bit
+            reg         multi;        // two or more cause bits pending
+            integer k, m;
             always @(*) begin
                 ci = 4'd0;
+                m = 0;
                 for (k = 9; k >= 0; k = k - 1)
                     if (hc[k]) ci = k[3:0];
+                for (k = 0; k < 10; k = k + 1)
+                    m = m + {31'd0, hc[k]};
+                multi = (m > 1);
             end
-            wire hempty = !hs && (hc == 10'd0);
+            wire hcz = (hc == 10'd0);
             always @(posedge clk) begin
                 if (rst) begin
                     fw <= 5'd0; fr <= 5'd0;
-                    hc <= 10'd0; hs <= 1'b0;
-                    nf <= 1'b0; noh <= 10'd0; ns <= 1'b0;
+                    hv <= 1'b0; hc <= 10'd0; hs <= 1'b0;
+                    nf <= 1'b0; nc <= 1'b0; ns <= 1'b0; nl <= 1'b0;
                     na <= 6'd0; nb <= 12'd0;
                 end else begin
                     if ((e_s || (|e_c)) && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
-                    if (t_dec) begin
-                        hc <= hc & ~noh;
+                    if (t_dec && nf) begin
+                        if (nc) hc <= hc & (hc - 10'd1);
                         if (ns) hs <= 1'b0;
-                    end else if (hempty && fw != fr) begin
+                        if (nl) hv <= 1'b0;
+                    end else if (!hv && fw != fr) begin
                         {hc, hs, hsi, hb} <= fh;
+                        hv <= 1'b1;
                         fr <= fr + 5'd1;
                     end
-                    // (recomputed every cycle; used at least 3 cycles after any head change)
-                    if (hc != 10'd0) begin
-                        na <= base + 6'd6 + {2'd0, ci};
-                        nf <= 1'b1;
-                        nb <= 12'd0;
-                        noh <= 10'd1 << ci;
-                        ns <= 1'b0;
-                    end else begin
-                        na <= {2'b10, hsi, base[4]};
-                        nf <= hs;
-                        nb <= hs ? hb : 12'd0;
-                        noh <= 10'd0;
-                        ns <= hs;
-                    end
+                    nf <= !hcz || hs;
+                    nc <= !hcz;
+                    ns <= hcz && hs;
+                    nl <= hcz || (!multi && !hs);
+                    na <= hcz ? {2'b10, hsi, base[4]} : base + 6'd6 + {2'd0, ci};
+                    nb <= (hcz && hs) ? hb : 12'd0;
                 end
             end
 
@@ -173,19 +190,19 @@ module wccp_stats (
             assign o_a[p*6 +: 6] = ({6{t_dec}} & na) | ({6{t_rx}} & base) |
                                    ({6{t_tx}} & (base | 6'd1)) | ({6{t_runt}} & (base | 6'd2)) |
                                    ({6{t_dr}} & (base + 6'd3 + {4'd0, dk}));
-            assign o_f[p*6 +: 6] = ({6{t_rx}} & af) | ({6{t_runt}} & rf) |
+            assign o_f[p*6 +: 6] = ({6{t_rx}} & s_af) | ({6{t_runt}} & s_rf) |
                                    {5'd0, (t_dec & nf) | (t_tx & tv) | (t_dr & dv)};
-            assign o_b[p*13 +: 13] = ({13{t_rx}} & ab) | ({13{t_tx & tv}} & {1'b0, tl}) |
+            assign o_b[p*13 +: 13] = ({13{t_rx}} & s_ab) | ({13{t_tx & tv}} & {1'b0, tl}) |
                                      ({13{t_dec}} & {1'b0, nb});
         end
     endgenerate
 
     // ---------------- read-modify-write pipeline ----------------
-    reg [5:0]  r_a, a1, a2, wa;
+    reg [5:0]  r_a, a1, a2;
     reg [5:0]  r_f, f1, f2;
     reg [12:0] r_b, b1, b2;
-    reg        r_v, v1, v2, we, r_z, z1;
-    reg [63:0] q, q2, wd;
+    reg        r_v, v1, v2, r_z;
+    reg [63:0] q, q2;
     reg [63:0] mem [0:63];
     integer i;
     initial begin
@@ -202,29 +219,29 @@ module wccp_stats (
         end else begin
             r_a <= m_a; r_f <= m_f; r_b <= m_b; r_v <= |sel; r_z <= 1'b0;
         end
-        a1 <= r_a; f1 <= r_f; b1 <= r_b; v1 <= r_v && !rst; z1 <= r_z;
+        a1 <= r_a; f1 <= r_f; b1 <= r_b; v1 <= r_v && !rst;
         a2 <= a1; f2 <= f1; b2 <= b1; v2 <= v1 && !rst;
-        wa <= a2; we <= v2 && !rst;
-        wd <= {q2[63:32] + {19'd0, b2}, q2[31:0] + {26'd0, f2}};
     end
+    // operation issued (r_a) in cycle t: RAM read at the end of t, output register at the end
+    // of t+1, sum written at the end of t+2; the same source is next issued at t+3 or later
     always @(posedge clk) begin
-        q <= mem[r_a];
-        if (z1) q2 <= 64'd0;
-        else q2 <= q;
-        if (we) mem[wa] <= wd;
+        if (r_z) q <= 64'd0;          // clearing: read as 0 (RAM output reset)
+        else q <= mem[r_a];
+        q2 <= q;
+        if (v2) mem[a2] <= {q2[63:32] + {19'd0, b2}, q2[31:0] + {26'd0, f2}};
     end
 
     // ---------------- host read port ----------------
     // (while the RAM is being cleared after reset every counter reads 0)
-    reg        rd_d, hi_d, z_d;
+    reg        rd_d, hi_d;
     reg [63:0] hq;
     always @(posedge clk) begin
-        hq <= mem[rd_word];
+        if (!run) hq <= 64'd0;
+        else hq <= mem[rd_word];
         rd_d <= rd;
         hi_d <= rd_hi;
-        z_d <= !run;
         rvalid <= rd_d;
-        rdata <= z_d ? 32'd0 : hi_d ? hq[63:32] : hq[31:0];
+        rdata <= hi_d ? hq[63:32] : hq[31:0];
     end
 endmodule
 `default_nettype wire

@@ -190,7 +190,7 @@ async def _runts(dut, counts):
     for i in range(max(len(q) for q in seqs)):
         await RisingEdge(dut.clk)
         await Timer(1, "ns")
-        for (rxd, dv), q in zip(pins, seqs):
+        for (rxd, dv), q in zip(pins, seqs, strict=True):
             v, b = q[i] if i < len(q) else (0, 0)
             dv.value, rxd.value = v, b
 
