@@ -32,7 +32,7 @@ module wccp_cnt_ram #(
     reg          ph, ph_hi, drain;
     reg [AW-1:0] ph_idx;
 
-    // one small event queue per engine (distributed RAM, registered head): events keep
+    // one small event queue per engine (registered head): events keep
     // arriving while the RAM is cleared after reset (2**AW cycles) and wait there; one event
     // per engine per frame (>= 84 cycles at line rate) fits 2**AW / 84 < 2**(AW-6) entries,
     // the queue has 2**(AW-5) plus the head register
@@ -46,8 +46,14 @@ module wccp_cnt_ram #(
         if (ev0 && !q0full) q0m[q0w[QAW-1:0]] <= {ev0_idx, ev0_bytes};
         if (ev1 && !q1full) q1m[q1w[QAW-1:0]] <= {ev1_idx, ev1_bytes};
     end
+    // queue heads: read every cycle (block RAM friendly); a head is used at most every four
+    // cycles, so the one-cycle-late valid flag and data after a pop never matter
     reg           h0v, h1v;
     reg [AW+11:0] h0, h1;
+    always @(posedge clk) begin
+        h0 <= q0m[q0r[QAW-1:0]];
+        h1 <= q1m[q1r[QAW-1:0]];
+    end
     wire [AW-1:0] p0_idx = h0[AW+11:12];
     wire [AW-1:0] p1_idx = h1[AW+11:12];
 
@@ -106,20 +112,14 @@ module wccp_cnt_ram #(
             ph <= 1'b0; op <= 2'd0; drain <= 1'b1;
         end else begin
             // after the clear the queued events go first (a read then sees them all)
-            if (!clearing && !h0v && !h1v && q0w == q0r && q1w == q1r) drain <= 1'b0;
+            if (!clearing && !h0v && !h1v) drain <= 1'b0;
             if (ev0 && !q0full) q0w <= q0w + 1'b1;   // (full: cannot happen at line rate)
             if (ev1 && !q1full) q1w <= q1w + 1'b1;
             // queue heads
-            if ((!h0v || take0) && q0w != q0r) begin
-                h0 <= q0m[q0r[QAW-1:0]]; h0v <= 1'b1; q0r <= q0r + 1'b1;
-            end else if (take0) begin
-                h0v <= 1'b0;
-            end
-            if ((!h1v || take1) && q1w != q1r) begin
-                h1 <= q1m[q1r[QAW-1:0]]; h1v <= 1'b1; q1r <= q1r + 1'b1;
-            end else if (take1) begin
-                h1v <= 1'b0;
-            end
+            h0v <= (q0w != q0r) && !take0;
+            h1v <= (q1w != q1r) && !take1;
+            if (take0) q0r <= q0r + 1'b1;
+            if (take1) q1r <= q1r + 1'b1;
             if (rd) begin ph <= 1'b1; ph_idx <= rd_idx; ph_hi <= rd_hi; end
             case (op)
             2'd0: begin

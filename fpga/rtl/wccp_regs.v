@@ -2,7 +2,7 @@
 // strobes for the banked RAMs, commit sequencing, fail-open watchdog and counters.
 // Register bus: reg_rd/reg_wr with a 24-bit word address. Every access is decoded into
 // registered strobes first (timing): writes take effect two cycles after reg_wr, read data
-// (reg_rvalid) comes two cycles after reg_rd, the counter read strobes (cc_rd, bc_rd, st_rd
+// (reg_rvalid) comes three cycles after reg_rd, the counter read strobes (cc_rd, bc_rd, st_rd
 // with st_word/st_hi) one cycle after reg_rd (the address to use is reg_addr delayed by one).
 `timescale 1ns / 1ps
 `default_nettype none
@@ -88,7 +88,7 @@ module wccp_regs #(
     reg         w_cache, w_bucket, w_maskset, w_masktab;
     reg  [9:0]  d_a;
     reg  [31:0] d_wd;
-    reg         r_glob;                  // read of the global block (data in the next cycle)
+    reg         r_rd;                    // read decoded (strobes valid), data two cycles later
     always @(posedge clk) begin
         d_a <= a[9:0];
         d_wd <= reg_wdata;
@@ -108,34 +108,38 @@ module wccp_regs #(
         w_bucket <= reg_wr && in_bucket;
         w_maskset <= reg_wr && in_maskset;
         w_masktab <= reg_wr && in_masktab;
-        r_glob <= reg_rd && !in_cc && !in_bc && !in_st;
-        reg_rvalid <= r_glob && !rst;
+        r_rd <= reg_rd;
         cc_rd <= reg_rd && in_cc && !rst;
         bc_rd <= reg_rd && in_bc && !rst;
         st_rd <= reg_rd && in_st && !rst;
-        st_word <= in_sc ? {2'b10, a[6:4], a[1]} :
+        // (PORTCNT and SLOTCNT differ in a[10]: the word index needs no block decode)
+        st_word <= a[10] ? {2'b10, a[6:4], a[1]} :
                    {1'b0, a[5], (a[4:0] < 5'd4) ? {3'd0, a[1]} : pc_m2[3:0]};
-        st_hi <= in_sc ? a[0] : (a[4:0] < 5'd4) ? a[0] : 1'b0;
+        st_hi <= (a[10] || a[4:0] < 5'd4) ? a[0] : 1'b0;
         if (rst) begin
             w_ctrl <= 1'b0; w_hb <= 1'b0; w_wdt <= 1'b0; w_commit <= 1'b0; w_rid <= 1'b0;
             w_mac_hi <= 1'b0; w_mac_lo <= 1'b0; w_mtu <= 1'b0; w_nh <= 4'd0;
             w_cache <= 1'b0; w_bucket <= 1'b0; w_maskset <= 1'b0; w_masktab <= 1'b0;
-            r_glob <= 1'b0;
+            r_rd <= 1'b0;
         end
     end
-    // global block read index (0..11 defined, the rest of the block reads 0)
-    reg  [3:0]  r_idx;
-    reg         r_ok;
+    // global block read: one-hot select of registers 0..11 (the rest reads 0), registered
+    reg  [11:0] r_sel, r_sel2;
+    reg         r_v2;
+    integer k;
     always @(posedge clk) begin
-        r_idx <= a[3:0];
-        r_ok <= in_glob && !a[4] && (a[3:0] < 4'd12);
+        for (k = 0; k < 12; k = k + 1)
+            r_sel[k] <= in_glob && (a[4:0] == k[4:0]);
+        r_sel2 <= r_rd ? r_sel : 12'd0;
+        r_v2 <= r_rd && !cc_rd && !bc_rd && !st_rd && !rst;
+        reg_rvalid <= r_v2 && !rst;
     end
 
     // ---------------- watchdog timing ----------------
-    // prescaler: one tick per microsecond (registered compare); wdt_left <= 1 is kept in a
-    // register: reloaded with the value written, recomputed one cycle after a decrement
+    // prescaler: one tick per microsecond (registered compare); wdt_left <= 1 is kept in two
+    // registered halves: set with the value loaded, recomputed one cycle after a decrement
     // (ticks are >= 2 cycles apart)
-    reg         tick, left_le1, to_le1, to_nz;
+    reg         tick, lz_hi, lz_lo, to_hi, to_lo, to_nz;
     always @(posedge clk) begin
         if (rst) begin
             tick <= 1'b0;
@@ -152,16 +156,18 @@ module wccp_regs #(
             router_id <= 32'd0; appl_mac <= 48'd0; mtu <= 16'd1500; nh_mac <= 96'd0;
             grp_ctrl <= 256'd0; grp_svc <= 256'd0; grp_flags <= 256'd0; grp_ports <= 1024'd0;
             control <= 32'd0; wdt_timeout <= WDT_RESET_US; wdt_left <= 32'd0; wdt_armed <= 1'b0;
-            to_le1 <= (WDT_RESET_US <= 1); to_nz <= (WDT_RESET_US != 0); left_le1 <= 1'b1;
+            to_hi <= (WDT_RESET_US < 65536); to_lo <= (WDT_RESET_US <= 1); to_nz <= (WDT_RESET_US != 0);
+            lz_hi <= 1'b1; lz_lo <= 1'b1;
             prescale <= CLK_PER_US - 1; commits <= 32'd0;
             live <= 1'b0; hold <= 1'b0; commit_req <= 1'b0; commit_copy <= 1'b0;
             ln_wr <= 1'b0; active <= 1'b0;
         end else begin
             // ---- watchdog ----
             prescale <= tick ? CLK_PER_US - 1 : prescale - 7'd1;
-            left_le1 <= (wdt_left[31:1] == 31'd0);
+            lz_hi <= (wdt_left[31:16] == 16'd0);
+            lz_lo <= (wdt_left[15:1] == 15'd0);
             if (tick && wdt_armed && to_nz) begin
-                if (left_le1) begin
+                if (lz_hi && lz_lo) begin
                     wdt_left <= 32'd0;
                     wdt_armed <= 1'b0;
                 end else begin
@@ -195,17 +201,18 @@ module wccp_regs #(
                 if (d_wd[0] && !control[0]) begin
                     wdt_armed <= 1'b0;
                     wdt_left <= 32'd0;
-                    left_le1 <= 1'b1;
+                    lz_hi <= 1'b1; lz_lo <= 1'b1;
                 end
             end
             if (w_hb) begin
                 wdt_armed <= 1'b1;
                 wdt_left <= wdt_timeout;
-                left_le1 <= to_le1;
+                lz_hi <= to_hi; lz_lo <= to_lo;
             end
             if (w_wdt) begin
                 wdt_timeout <= d_wd;
-                to_le1 <= (d_wd[31:1] == 31'd0);
+                to_hi <= (d_wd[31:16] == 16'd0);
+                to_lo <= (d_wd[15:1] == 15'd0);
                 to_nz <= (d_wd != 32'd0);
             end
             if (w_commit) commit_req <= 1'b1;
@@ -239,28 +246,23 @@ module wccp_regs #(
         end
     end
 
-    // ---------------- register reads (decoded one cycle earlier) ----------------
+    // ---------------- register reads (AND-OR of the selected register) ----------------
     always @(posedge clk) begin
-        reg_rdata <= 32'd0;
-        if (r_ok) begin
-            case (r_idx)
-            4'd`WCCP_ID: reg_rdata <= `WCCP_ID_VALUE;
-            4'd`WCCP_VERSION: reg_rdata <= `WCCP_REGMAP_VERSION;
-            4'd`WCCP_CAPS: reg_rdata <= {4'd0, 4'd`WCCP_MAX_MASK_SETS, 8'd`WCCP_MAX_CACHES, 8'd`WCCP_MAX_GROUPS, 8'd2};
-            4'd`WCCP_CONTROL: reg_rdata <= control;
-            4'd`WCCP_STATUS: reg_rdata <= {29'd0, commit_req | commit_copy, !wdt_armed, active};
-            4'd`WCCP_HEARTBEAT: reg_rdata <= wdt_left;
-            4'd`WCCP_WDT_TIMEOUT: reg_rdata <= wdt_timeout;
-            4'd`WCCP_COMMIT: reg_rdata <= commits;
-            4'd`WCCP_ROUTER_ID: reg_rdata <= s_router_id;
-            4'd`WCCP_MAC_HI: reg_rdata <= {16'd0, s_mac[47:32]};
-            4'd`WCCP_MAC_LO: reg_rdata <= s_mac[31:0];
-            4'd`WCCP_MTU: reg_rdata <= {16'd0, s_mtu};
-            default: begin
-            end
-            endcase
-        end
+        reg_rdata <= ({32{r_sel2[`WCCP_ID]}} & `WCCP_ID_VALUE) |
+                     ({32{r_sel2[`WCCP_VERSION]}} & `WCCP_REGMAP_VERSION) |
+                     ({32{r_sel2[`WCCP_CAPS]}} & {4'd0, 4'd`WCCP_MAX_MASK_SETS, 8'd`WCCP_MAX_CACHES,
+                                                   8'd`WCCP_MAX_GROUPS, 8'd2}) |
+                     ({32{r_sel2[`WCCP_CONTROL]}} & control) |
+                     ({32{r_sel2[`WCCP_STATUS]}} & {29'd0, commit_req | commit_copy, !wdt_armed, active}) |
+                     ({32{r_sel2[`WCCP_HEARTBEAT]}} & wdt_left) |
+                     ({32{r_sel2[`WCCP_WDT_TIMEOUT]}} & wdt_timeout) |
+                     ({32{r_sel2[`WCCP_COMMIT]}} & commits) |
+                     ({32{r_sel2[`WCCP_ROUTER_ID]}} & s_router_id) |
+                     ({32{r_sel2[`WCCP_MAC_HI]}} & {16'd0, s_mac[47:32]}) |
+                     ({32{r_sel2[`WCCP_MAC_LO]}} & s_mac[31:0]) |
+                     ({32{r_sel2[`WCCP_MTU]}} & {16'd0, s_mtu});
     end
+
     // shadow group configuration and slot counters: constant-index registers per slot
     // group writes are applied one cycle after decode (timing: wide fan-out)
     reg        gw_en;

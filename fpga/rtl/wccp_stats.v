@@ -43,6 +43,12 @@ module wccp_stats (
 );
     wire unused_cause = &{1'b0, ev_cause[21], ev_cause[10]};
 
+    // two or more of five bits set
+    function two5(input [4:0] x);
+        two5 = (x[0] & (x[1] | x[2] | x[3] | x[4])) | (x[1] & (x[2] | x[3] | x[4])) |
+               (x[2] & (x[3] | x[4])) | (x[3] & x[4]);
+    endfunction
+
     // ---------------- wheel ----------------
     // sel: 0 d0, 1 d1, 2 + 4*p + {0 rx, 1 tx, 2 runt, 3 drop}
     reg  [1:0] wp;            // 0 d0, 1 d1, 2 misc
@@ -149,15 +155,12 @@ module wccp_stats (
             reg         nl;           // last operation of the record
             reg  [3:0]  ci;           // lowest pending cause bit
             reg         multi;        // two or more cause bits pending
-            integer k, m;
+            integer k;
             always @(*) begin
                 ci = 4'd0;
-                m = 0;
                 for (k = 9; k >= 0; k = k - 1)
                     if (hc[k]) ci = k[3:0];
-                for (k = 0; k < 10; k = k + 1)
-                    m = m + {31'd0, hc[k]};
-                multi = (m > 1);
+                multi = (|hc[4:0] && |hc[9:5]) || two5(hc[4:0]) || two5(hc[9:5]);
             end
             wire hcz = (hc == 10'd0);
             always @(posedge clk) begin

@@ -107,7 +107,7 @@ class TB:
         d.reg_wr.value = 0
 
     async def read(self, addr, strobes=None):
-        """Read: counter strobes one cycle after reg_rd, rvalid exactly two cycles after."""
+        """Read: counter strobes one cycle after reg_rd, rvalid exactly three cycles after."""
         d = self.dut
         await Timer(1, "ns")
         d.reg_addr.value = addr
@@ -120,9 +120,10 @@ class TB:
         if strobes is not None:
             strobes.append((int(d.cc_rd.value), int(d.bc_rd.value), int(d.st_rd.value),
                             int(d.st_word.value), int(d.st_hi.value)))
-        assert int(d.reg_rvalid.value) == 0, "rvalid one cycle after reg_rd"
-        await RisingEdge(d.clk)
-        await ReadOnly()
+        for _ in range(2):
+            assert int(d.reg_rvalid.value) == 0, "rvalid earlier than three cycles after reg_rd"
+            await RisingEdge(d.clk)
+            await ReadOnly()
         v = (int(d.reg_rvalid.value), int(d.reg_rdata.value))
         await RisingEdge(d.clk)
         await ReadOnly()
@@ -133,7 +134,7 @@ class TB:
 
     async def rd(self, addr):
         valid, v = await self.read(addr)
-        assert valid == 1, "no rvalid two cycles after reading 0x%06X" % addr
+        assert valid == 1, "no rvalid three cycles after reading 0x%06X" % addr
         return v
 
 
