@@ -1,6 +1,8 @@
 // GMII receive MAC: strips preamble/SFD and FCS, checks FCS and size.
 // Output stream: one byte per cycle (m_valid), m_last on the last byte (FCS removed).
 // With m_last: m_good (frame OK), m_runt, m_bad_fcs, m_oversize, m_len (incl. FCS).
+// The last byte comes one idle cycle after the others (the FCS residue compare is
+// registered in the cycle rx_dv drops; timing), so m_valid has one gap before m_last.
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_mac_rx #(
@@ -30,6 +32,11 @@ module wccp_mac_rx #(
     reg [2:0]  fill;       // bytes in dly (saturates at 5)
     reg [11:0] cnt;        // bytes received incl. FCS (saturating)
     reg        err;
+    reg        full5;      // fill == 5
+    reg        lt_min;     // cnt < MIN_LEN
+    reg        gt_max;     // cnt > MAX_LEN
+    reg        crc_ok;     // crc (one cycle ago) is the good-FCS residue
+    reg        fin;        // the frame ended in the previous cycle: emit its last byte
 
     always @(posedge clk) begin
         m_valid <= 1'b0;
@@ -38,11 +45,16 @@ module wccp_mac_rx #(
         m_runt <= 1'b0;
         m_bad_fcs <= 1'b0;
         m_oversize <= 1'b0;
+        fin <= 1'b0;
+        crc_ok <= (crc == 32'hDEBB20E3);
         if (rst) begin
             state <= S_IDLE;
             fill <= 3'd0;
             cnt <= 12'd0;
             err <= 1'b0;
+            full5 <= 1'b0;
+            lt_min <= 1'b1;
+            gt_max <= 1'b0;
             crc <= 32'hFFFFFFFF;
             dly <= 40'd0;
             m_data <= 8'd0;
@@ -56,7 +68,10 @@ module wccp_mac_rx #(
                     else state <= S_SKIP;
                 end
                 fill <= 3'd0;
+                full5 <= 1'b0;
                 cnt <= 12'd0;
+                lt_min <= 1'b1;
+                gt_max <= 1'b0;
                 err <= 1'b0;
                 crc <= 32'hFFFFFFFF;
             end
@@ -73,36 +88,47 @@ module wccp_mac_rx #(
                     dly <= {dly[31:0], gmii_rxd};
                     crc <= crc32_byte(crc, gmii_rxd);
                     if (cnt != 12'hFFF) cnt <= cnt + 12'd1;
+                    // length flags of the incremented count (saturation keeps both)
+                    lt_min <= (cnt < MIN_LEN - 1);
+                    gt_max <= (cnt >= MAX_LEN);
                     if (gmii_rx_er) err <= 1'b1;
-                    if (fill == 3'd5) begin
+                    if (full5) begin
                         // dly[39:32] is a payload byte, followed by >= 4 more bytes
                         m_data <= dly[39:32];
                         m_valid <= 1'b1;
                     end else begin
                         fill <= fill + 3'd1;
+                        full5 <= (fill == 3'd4);
                     end
                 end else begin
-                    // end of frame: dly[31:0] is the FCS, dly[39:32] the last payload byte
+                    // end of frame: dly[31:0] is the FCS, dly[39:32] the last payload byte;
+                    // crc_ok is registered now, the verdict comes in the next cycle (fin,
+                    // while the state machine already watches for the next preamble)
                     state <= S_IDLE;
                     m_len <= cnt;
-                    if (fill == 3'd5) begin
-                        m_data <= dly[39:32];
-                        m_valid <= 1'b1;
-                        m_last <= 1'b1;
-                        if (cnt < MIN_LEN) m_runt <= 1'b1;
-                        else if (err || crc != 32'hDEBB20E3) m_bad_fcs <= 1'b1;
-                        else if (cnt > MAX_LEN) m_oversize <= 1'b1;
-                        else m_good <= 1'b1;
-                    end else if (fill != 3'd0) begin
-                        // tiny fragment: emit a lone 'last' marker so it is counted as a runt
-                        m_valid <= 1'b1;
-                        m_last <= 1'b1;
-                        m_data <= 8'd0;
-                        m_runt <= 1'b1;
-                    end
+                    fin <= 1'b1;
                 end
             end
             endcase
+            // fill, full5, cnt flags, err and dly keep the ended frame's values in this
+            // cycle (S_IDLE clears them at its end)
+            if (fin) begin
+                if (full5) begin
+                    m_data <= dly[39:32];
+                    m_valid <= 1'b1;
+                    m_last <= 1'b1;
+                    if (lt_min) m_runt <= 1'b1;
+                    else if (err || !crc_ok) m_bad_fcs <= 1'b1;
+                    else if (gt_max) m_oversize <= 1'b1;
+                    else m_good <= 1'b1;
+                end else if (fill != 3'd0) begin
+                    // tiny fragment: emit a lone 'last' marker so it is counted as a runt
+                    m_valid <= 1'b1;
+                    m_last <= 1'b1;
+                    m_data <= 8'd0;
+                    m_runt <= 1'b1;
+                end
+            end
         end
     end
 endmodule

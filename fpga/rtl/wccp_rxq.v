@@ -71,7 +71,9 @@ module wccp_rxq #(
         .tcpudp(p_tcpudp));
 
     // ---- frame buffer ----
-    reg [7:0] mem [0:(1 << BUF_AW) - 1];
+    // no read/write collision logic: the builder only reads committed frames, which never
+    // include the write pointer (wp - rel_ptr stays below the buffer size)
+    (* no_rw_check *) reg [7:0] mem [0:(1 << BUF_AW) - 1];
     reg [BUF_AW-1:0] wp, fstart;
     reg              ovf;          // this frame did not fit
     reg              keep;         // frame complete and good
