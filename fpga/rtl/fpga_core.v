@@ -263,9 +263,13 @@ module fpga_core #(
         .rd(bc_rd), .rd_idx(cnt_addr[10:0]), .rd_hi(1'b0), .rdata(bc_rdata), .rvalid(bc_rvalid));
 
     // ---------------- egress: arbiter + MAC tx per port ----------------
+    // Everything between a builder and a MAC is registered once in each direction (the two
+    // sit far apart on the die): the MAC's registered byte request becomes the builder's
+    // m_ready a cycle later, and the popped byte reaches the MAC a cycle after the pop.
     wire [1:0] e_grant_valid;
     wire [1:0] e_grant;          // which builder owns egress e
     wire [1:0] tx_ready;
+    reg  [1:0] b_go;             // registered request towards builder 0 / 1
     wire [7:0] txd [0:1];
     wire       txen [0:1];
     wire       txer [0:1];
@@ -273,25 +277,36 @@ module fpga_core #(
     for (g = 0; g < 2; g = g + 1) begin : egress
         wire       gv, gsel, s_ready, done;
         wire [11:0] flen;
+        reg  [7:0] e_data;
+        reg        e_valid, e_last, e_start;
         wccp_arbiter arb (
             .clk(clk), .rst(rst), .req({b_req[1][g], b_req[0][g]}), .grant_valid(gv), .grant(gsel));
         assign e_grant_valid[g] = gv;
         assign e_grant[g] = gsel;
         assign tx_ready[g] = s_ready;
+        always @(posedge clk) begin
+            e_data  <= gsel ? b_data[1] : b_data[0];
+            e_last  <= gsel ? b_last[1] : b_last[0];
+            e_valid <= !rst && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
+            e_start <= !rst && gv && (gsel ? b_valid[1] : b_valid[0]);
+        end
         wccp_mac_tx mac_tx (
-            .clk(clk), .rst(rst), .s_data(gsel ? b_data[1] : b_data[0]),
-            .s_valid(gv && (gsel ? b_valid[1] : b_valid[0])),
-            .s_last(gsel ? b_last[1] : b_last[0]), .s_ready(s_ready),
+            .clk(clk), .rst(rst), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),
+            .s_start(e_start), .s_ready(s_ready),
             .gmii_txd(txd[g]), .gmii_tx_en(txen[g]), .gmii_tx_er(txer[g]),
             .frame_done(done), .frame_len(flen));
         assign ev_tx[g] = done;
         assign ev_tx_len[g*12 +: 12] = flen;
     end
     endgenerate
-    assign b_ready[0] = (e_grant_valid[0] && e_grant[0] == 1'b0 && tx_ready[0]) ||
-                        (e_grant_valid[1] && e_grant[1] == 1'b0 && tx_ready[1]);
-    assign b_ready[1] = (e_grant_valid[0] && e_grant[0] == 1'b1 && tx_ready[0]) ||
-                        (e_grant_valid[1] && e_grant[1] == 1'b1 && tx_ready[1]);
+    always @(posedge clk) begin
+        b_go[0] <= !rst && ((e_grant_valid[0] && e_grant[0] == 1'b0 && tx_ready[0]) ||
+                            (e_grant_valid[1] && e_grant[1] == 1'b0 && tx_ready[1]));
+        b_go[1] <= !rst && ((e_grant_valid[0] && e_grant[0] == 1'b1 && tx_ready[0]) ||
+                            (e_grant_valid[1] && e_grant[1] == 1'b1 && tx_ready[1]));
+    end
+    assign b_ready[0] = b_go[0];
+    assign b_ready[1] = b_go[1];
     assign gmii0_txd = txd[0]; assign gmii0_tx_en = txen[0]; assign gmii0_tx_er = txer[0];
     assign gmii1_txd = txd[1]; assign gmii1_tx_en = txen[1]; assign gmii1_tx_er = txer[1];
 endmodule

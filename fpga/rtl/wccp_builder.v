@@ -52,11 +52,15 @@ module wccp_builder #(
     reg [31:0] h_rid, h_cip, h_rh;
     // header byte hk (6-bit header index; timing: no arithmetic before the table)
     reg  [5:0]  hk;
-    reg  [7:0]  hb_n, hb_v, hbyte;
     // untagged layout: byte i; tagged: bytes 12..15 are the tag, i >= 16 is untagged i - 4
 
-    always @(*) begin
-        case (hk)
+    // header byte `idx` of the untagged / tagged layout
+    function [7:0] hb;
+        input       vl;
+        input [5:0] idx;
+        reg   [7:0] hb_n, hb_v;
+        begin
+        case (idx)
             6'd0: hb_n = h_dmac[47:40];
             6'd1: hb_n = h_dmac[39:32];
             6'd2: hb_n = h_dmac[31:24];
@@ -96,7 +100,7 @@ module wccp_builder #(
             6'd41: hb_n = h_rh[7:0];
             default: hb_n = 8'h00;
             endcase
-            case (hk)
+            case (idx)
             6'd0: hb_v = h_dmac[47:40];
             6'd1: hb_v = h_dmac[39:32];
             6'd2: hb_v = h_dmac[31:24];
@@ -140,40 +144,49 @@ module wccp_builder #(
             6'd45: hb_v = h_rh[7:0];
             default: hb_v = 8'h00;
             endcase
-        hbyte = h_vlan ? hb_v : hb_n;
-    end
+        hb = vl ? hb_v : hb_n;
+        end
+    endfunction
     reg        in_hdr;          // next byte comes from the header
     reg [5:0]  hlast;           // hlen - 1
     reg [11:0] tlast;           // total - 1
     reg [BUF_AW-1:0] rd;            // next buffer address
     reg [BUF_AW-1:0] fend;          // end of frame in buffer
 
-    // stage 1 (data lands in FIFO)
+    // stage 1: header bytes of the 6 groups of 8 at hk[2:0] (then group hk[5:3] in stage 2)
     reg        s1_v, s1_hdr, s1_last;
-    reg [7:0]  s1_hbyte;
-
+    reg [2:0]  s1_g;
+    reg [47:0] s1_grp;
+    // stage 2: the byte that goes into the FIFO
+    reg        s2_v, s2_last;
+    reg [7:0]  s2_data;
+    // m_ready may come from a registered request (wccp_mac_tx through fpga_core): it can stay
+    // high for two cycles after the last byte of a frame was popped. Nothing is popped then:
+    // the next frame's first byte reaches the FIFO no earlier than 4 cycles after that pop
+    // (accept, issue, stage 1, stage 2).
     wire pop  = m_valid && m_ready;
-    wire can_issue = run && ({1'b0, cnt} + {4'd0, s1_v} < DEPTH - 1);
+    wire can_issue = run && ({1'b0, cnt} + {4'd0, s1_v} + {4'd0, s2_v} < DEPTH - 1);
 
     assign buf_raddr = rd;
     assign m_valid = (cnt != 4'd0);
     assign m_data  = fifo[rp][7:0];
     assign m_last  = fifo[rp][8];
 
+    integer gi;
     always @(posedge clk) begin
         act_ready <= 1'b0;
         if (rst) begin
             wp <= 3'd0; rp <= 3'd0; cnt <= 4'd0;
-            run <= 1'b0; s1_v <= 1'b0; req <= 2'b00;
+            run <= 1'b0; s1_v <= 1'b0; s2_v <= 1'b0; req <= 2'b00;
             rel_ptr <= {BUF_AW{1'b0}};
             k <= 12'd0; tlast <= 12'd0; in_hdr <= 1'b0;
         end else begin
-            // stage 1: write into FIFO
-            if (s1_v) begin
-                fifo[wp] <= {s1_last, s1_hdr ? s1_hbyte : buf_rdata};
+            // stage 2: write into FIFO
+            if (s2_v) begin
+                fifo[wp] <= {s2_last, s2_data};
                 wp <= wp + 3'd1;
             end
-            cnt <= cnt + {3'd0, s1_v} - {3'd0, pop};
+            cnt <= cnt + {3'd0, s2_v} - {3'd0, pop};
             if (pop) begin
                 rp <= rp + 3'd1;
                 if (m_last) begin
@@ -181,14 +194,20 @@ module wccp_builder #(
                     rel_ptr <= fend;
                 end
             end
+            // stage 1 -> 2
+            s2_v <= s1_v;
+            s2_last <= s1_last;
+            s2_data <= s1_hdr ? s1_grp[s1_g*8 +: 8] : buf_rdata;
             // stage 0: issue
             s1_v <= 1'b0;
             if (can_issue) begin
                 s1_v <= 1'b1;
                 s1_last <= (k == tlast);
+                s1_g <= hk[5:3];
+                for (gi = 0; gi < 6; gi = gi + 1)
+                    s1_grp[gi*8 +: 8] <= hb(h_vlan, {gi[2:0], hk[2:0]});
                 if (in_hdr) begin
                     s1_hdr <= 1'b1;
-                    s1_hbyte <= hbyte;
                     hk <= hk + 6'd1;
                     if (hk == hlast) in_hdr <= 1'b0;
                 end else begin
@@ -199,7 +218,7 @@ module wccp_builder #(
                 if (k == tlast) run <= 1'b0;
             end
             // accept a new action once the previous frame has been handed over completely
-            if (!run && !act_ready && act_valid && req == 2'b00 && !s1_v && cnt == 4'd0) begin
+            if (!run && !act_ready && act_valid && req == 2'b00 && !s1_v && !s2_v && cnt == 4'd0) begin
                 act_ready <= 1'b1;
                 if (act_drop || (act_copy_len == 11'd0 && act_hlen == 6'd0)) begin
                     rel_ptr <= act_start + {{(BUF_AW-11){1'b0}}, act_flen};

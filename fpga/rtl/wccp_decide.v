@@ -327,7 +327,7 @@ module wccp_decide #(
                     lr_mac <= f_src;
                     ev_cause[C_LEARN] <= 1'b1;
                     iss_on <= 1'b0;
-                    t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0;
+                    t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0;
                     {iss_slot, iss_idx, iss_rem, iss_nsh, iss_last} <= t3_s;
                 end
             end

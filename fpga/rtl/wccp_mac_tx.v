@@ -1,6 +1,11 @@
 // GMII transmit MAC: preamble + SFD, payload (zero padded to 60 bytes), FCS, 12-byte IFG.
-// Input stream: s_data/s_valid/s_last with s_ready. Once a frame has started the source
-// must present a byte on every cycle s_ready is high (underrun sets gmii_tx_er).
+// Source interface (all registered, so the source may sit across the die):
+//   s_start  a frame is waiting (starts the preamble when idle)
+//   s_ready  registered request: for every cycle s_ready is high the source delivers the
+//            next byte of the frame exactly 2 cycles later on s_data/s_valid/s_last, and
+//            delivers nothing after the frame's last byte (s_ready then falls; the source
+//            may start another frame only after it has seen s_ready low).
+// A missing byte (s_valid low while a byte is due) ends the frame with gmii_tx_er.
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_mac_tx #(
@@ -11,7 +16,8 @@ module wccp_mac_tx #(
     input  wire [7:0] s_data,
     input  wire       s_valid,
     input  wire       s_last,
-    output wire       s_ready,
+    input  wire       s_start,
+    output reg        s_ready,
     output reg  [7:0] gmii_txd,
     output reg        gmii_tx_en,
     output reg        gmii_tx_er,
@@ -26,8 +32,6 @@ module wccp_mac_tx #(
     reg [11:0] len;
     reg [31:0] crc;
 
-    assign s_ready = (state == S_DATA);
-
     always @(posedge clk) begin
         frame_done <= 1'b0;
         if (rst) begin
@@ -39,13 +43,14 @@ module wccp_mac_tx #(
             len <= 12'd0;
             crc <= 32'hFFFFFFFF;
             frame_len <= 12'd0;
+            s_ready <= 1'b0;
         end else begin
             gmii_tx_er <= 1'b0;
             case (state)
             S_IDLE: begin
                 gmii_tx_en <= 1'b0;
                 gmii_txd <= 8'd0;
-                if (s_valid) begin
+                if (s_start) begin
                     state <= S_PRE;
                     cnt <= 4'd0;
                     gmii_tx_en <= 1'b1;
@@ -55,6 +60,7 @@ module wccp_mac_tx #(
             S_PRE: begin
                 gmii_tx_en <= 1'b1;
                 cnt <= cnt + 4'd1;
+                if (cnt == 4'd4) s_ready <= 1'b1;    // first byte due in the first S_DATA cycle
                 if (cnt == 4'd6) begin
                     gmii_txd <= 8'hD5;
                     state <= S_DATA;
@@ -71,6 +77,7 @@ module wccp_mac_tx #(
                 len <= len + 12'd1;
                 if (!s_valid) gmii_tx_er <= 1'b1;
                 if (s_last || !s_valid) begin
+                    s_ready <= 1'b0;
                     state <= (len < 12'd59) ? S_PAD : S_FCS;
                     cnt <= 4'd0;
                 end

@@ -23,6 +23,34 @@ def _test(f):
     return cocotb.test()(f) if cocotb is not None else f
 
 
+async def source(dut, payloads):
+    """Offer `payloads` back to back, as fpga_core's builder + egress registers do: s_ready
+    in cycle c lets the source pop a byte in cycle c + 1, presented in cycle c + 2; after a
+    frame's last byte nothing pops until s_ready has been seen low."""
+    fi, bi = 0, 0
+    armed, go, shown = True, False, None
+    while fi < len(payloads) or shown is not None:
+        dut.s_start.value = int(fi < len(payloads) and armed)
+        dut.s_valid.value = int(shown is not None)
+        dut.s_data.value = shown[0] if shown else 0
+        dut.s_last.value = int(shown[1]) if shown else 0
+        await ReadOnly()
+        ready = int(dut.s_ready.value)
+        await RisingEdge(dut.clk)
+        shown = None
+        if go and armed and fi < len(payloads):
+            p = payloads[fi]
+            shown = (p[bi], bi == len(p) - 1)
+            bi += 1
+            if bi == len(p):
+                fi, bi, armed = fi + 1, 0, False
+        elif not go:
+            armed = True
+        go = bool(ready)
+    dut.s_valid.value = 0
+    dut.s_start.value = 0
+
+
 @_test
 async def test_frames(dut):
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
@@ -31,6 +59,7 @@ async def test_frames(dut):
     dut.s_valid.value = 0
     dut.s_last.value = 0
     dut.s_data.value = 0
+    dut.s_start.value = 0
     for _ in range(4):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
@@ -44,17 +73,9 @@ async def test_frames(dut):
             await ReadOnly()
             en_hist.append((int(dut.gmii_tx_en.value), int(dut.gmii_txd.value)))
     cocotb.start_soon(mon())
-    for p in payloads:       # offered back to back: valid is always high
-        i = 0
-        while i < len(p):
-            dut.s_data.value = p[i]
-            dut.s_valid.value = 1
-            dut.s_last.value = int(i == len(p) - 1)
-            await ReadOnly()
-            ready = int(dut.s_ready.value)
-            await RisingEdge(dut.clk)
-            if ready:
-                i += 1
+    # the source as fpga_core builds it: a byte requested by s_ready in cycle c arrives in
+    # cycle c + 2; nothing after a frame's last byte until s_ready has been seen low
+    await source(dut, payloads)
     dut.s_valid.value = 0
     for p in payloads:
         f = await sink.recv()
