@@ -929,6 +929,34 @@ async def test_learning_stress(dut):
 
 
 @_test
+async def test_adjacent_learn(dut):
+    """The same cache address at consecutive indices of one slot, acks slow: every learning
+    request is held until it is acknowledged (regression: the scan pipeline's last stage
+    was not flushed on a learn hit and replaced the pending request)."""
+    tb = TB(dut, 7)
+    await tb.reset()
+    m = ForwardingModel()
+    m.configure(ROUTER_ID, APPL_MAC, 1500)
+    a = 0x0A010001
+    m.set_group(0, {"service_type": SERVICE_DYNAMIC, "service_id": 70, "priority": 100,
+                    "protocol": 6, "service_flags": SF_DST_IP_HASH, "ports": []})
+    m.set_caches(0, [cache(a, mac=C_MAC[0], port=1), cache(a, mac=C_MAC[0], port=1),
+                     cache(a + 1), cache(a, mac=C_MAC[1], port=0)])
+    m.set_hash(0, [0] * 256)
+    m.commit()
+    m.arm(0)
+    m.heartbeat(now=0)
+    await tb.load(m)
+    frames = [mk(proto=17, src=a, dst=0x08080808, l2src=bytes.fromhex("02dd000000aa")),
+              mk(proto=6, src=0xC0A80105, dst=0x08080808)]
+    for ack_p in (0.01, 0.3):
+        exps = tb.expect(m, frames)
+        acts, lrs, ev, _ = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=ack_p)
+        tb.check(exps, acts, lrs, ev)
+        assert len(lrs) == 3, lrs
+
+
+@_test
 async def test_decision_latency(dut):
     """Cycles from in_valid to act_valid against the number of configured cache entries
     (measured and printed, not asserted)."""
@@ -975,4 +1003,4 @@ def test_wccp_decide(sim):
                     extra_env={"WCCP_DECIDE_PORT": "0"})
     # the engine of receive port 1 (normal forwarding to port 0, learnt locations on port 1)
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 1},
-                    extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive", "test_learning_stress"])
+                    extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive", "test_learning_stress", "test_adjacent_learn"])
