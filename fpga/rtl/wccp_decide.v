@@ -101,16 +101,52 @@ module wccp_decide #(
     // entry per cycle (results 4 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 30 + (cache entries of all slots) cycles.
     // ------------------------------------------------------------------------------------
-    localparam [5:0]
-        S_IDLE = 6'd0, S_C1 = 6'd1, S_C2 = 6'd2, S_C3 = 6'd3, S_SCAN = 6'd4,
-        S_PRE = 6'd6, S_PRE2 = 6'd7, S_DEC = 6'd8, S_H = 6'd9, S_HW1 = 6'd10,
-        S_B1 = 6'd12, S_AW1 = 6'd13, S_AW2 = 6'd14, S_B2 = 6'd15, S_MA = 6'd16, S_MA1 = 6'd17,
-        S_MA2 = 6'd18, S_MA3 = 6'd19, S_MA4 = 6'd20, S_MS1 = 6'd21, S_MS2 = 6'd22, S_MT = 6'd23,
-        S_MTW1 = 6'd24, S_MTW2 = 6'd25, S_M2 = 6'd26, S_CIDX = 6'd27, S_CW1 = 6'd28,
-        S_CW2 = 6'd29, S_C = 6'd30, S_GRE = 6'd31, S_GRE2 = 6'd32, S_GRE3 = 6'd33,
-        S_GRE4 = 6'd34, S_OUT = 6'd35;
-    reg [5:0] state;
-    assign busy = (state != S_IDLE);
+    localparam integer
+        S_IDLE = 0,
+        S_C1 = 1,
+        S_C2 = 2,
+        S_C3 = 3,
+        S_SCAN = 4,
+        S_PRE = 6,
+        S_PRE2 = 7,
+        S_DEC = 8,
+        S_H = 9,
+        S_HW1 = 10,
+        S_B1 = 12,
+        S_AW1 = 13,
+        S_AW2 = 14,
+        S_B2 = 15,
+        S_MA = 16,
+        S_MA1 = 17,
+        S_MA2 = 18,
+        S_MA3 = 19,
+        S_MA4 = 20,
+        S_MS1 = 21,
+        S_MS2 = 22,
+        S_MT = 23,
+        S_MTW1 = 24,
+        S_MTW2 = 25,
+        S_M2 = 26,
+        S_CIDX = 27,
+        S_CW1 = 28,
+        S_CW2 = 29,
+        S_C = 30,
+        S_GRE = 31,
+        S_GRE2 = 32,
+        S_GRE3 = 33,
+        S_GRE4 = 34,
+        S_OUT = 35,
+        S_B1L = 36,
+        S_B2L = 37,
+        S_M2L = 38;
+    localparam integer NS = 39;
+    // one-hot state (shallow next-state logic)
+    reg [NS-1:0] state;
+    assign busy = !state[S_IDLE];
+    function [NS-1:0] oh;
+        input integer i;
+        oh = {{(NS-1){1'b0}}, 1'b1} << i;
+    endfunction
 
     // latched bundle
     reg [11:0] f_start;
@@ -258,6 +294,8 @@ module wccp_decide #(
     reg [7:0] ipm, macm;
 
     reg [2:0] mset;
+    reg [7:0] bv;               // the table byte just read (bucket or mask value)
+    reg       bv_ff, m_more;
     reg [6:0] cidx;
     reg       alt_used;
     reg [7:0] pb, ab;
@@ -285,7 +323,7 @@ module wccp_decide #(
         ev_cache <= 1'b0;
         ev_bucket <= 1'b0;
         if (rst) begin
-            state <= S_IDLE;
+            state <= oh(S_IDLE);
             act_valid <= 1'b0;
             lr_valid <= 1'b0;
             iss_on <= 1'b0;
@@ -332,8 +370,9 @@ module wccp_decide #(
                 end
             end
 
-            case (state)
-            S_IDLE: begin
+            (* parallel_case *)
+            case (1'b1)
+            state[S_IDLE]: begin
                 if (in_valid && !hold && !in_ready) begin
                     in_ready <= 1'b1;
                     f_start <= in_start; f_flen <= in_flen; f_dst <= in_dst_mac; f_src <= in_src_mac;
@@ -341,10 +380,10 @@ module wccp_decide #(
                     f_proto <= in_proto; f_sip <= in_sip; f_dip <= in_dip; f_sport <= in_sport;
                     f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
                     f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
-                    state <= S_C1;
+                    state <= oh(S_C1);
                 end
             end
-            S_C1: begin
+            state[S_C1]: begin
                 for (s = 0; s < 8; s = s + 1) begin
                     for (j = 0; j < 8; j = j + 1)
                         c_peq[s*8 + j] <= (grp_ports[s*128 + (7-j)*16 +: 16] ==
@@ -379,9 +418,9 @@ module wccp_decide #(
                 is_hash <= 1'b0;
                 pb <= 8'd0;
                 ab <= 8'd0;
-                state <= S_C2;
+                state <= oh(S_C2);
             end
-            S_C2: begin
+            state[S_C2]: begin
                 for (s = 0; s < 8; s = s + 1)
                     smatch_r[s] <= c_protok[s] && (!c_needp[s] || (!c_pz[s] && (|c_peq[s*8 +: 8])));
                 g_prel4 <= g_prel + 16'd4;
@@ -391,20 +430,20 @@ module wccp_decide #(
                 r_il <= g_il[10:0];
                 // the scan starts now for valid IPv4 (learning happens also while disabled)
                 iss_on <= f_ip_ok;
-                state <= S_C3;
+                state <= oh(S_C3);
             end
-            S_C3: begin
+            state[S_C3]: begin
                 msl <= first_slot;
                 mfound <= any_slot;
                 g_ret_hit <= g_pre && (g_hlen4 <= f_totlen);
                 g_ret_bad <= (g_hlen4 >= f_totlen) || (g_prel4 > f_totlen) || (g_il < 16'd20) ||
                              (g_prelil > f_totlen);
-                state <= S_SCAN;
+                state <= oh(S_SCAN);
             end
-            S_SCAN: begin
-                if (!lr_valid && !scan_busy && !t4_v) state <= S_PRE;
+            state[S_SCAN]: begin
+                if (!lr_valid && !scan_busy && !t4_v) state <= oh(S_PRE);
             end
-            S_PRE: begin
+            state[S_PRE]: begin
                 m_ctrl <= 32'd0; m_svc <= 32'd0; m_flags <= 32'd0;
                 for (s = 0; s < 8; s = s + 1)
                     if (msl == s[2:0]) begin
@@ -413,9 +452,9 @@ module wccp_decide #(
                         m_flags <= grp_flags[s*32 +: 32];
                     end
                 r_fromc <= ipm[msl] | macm[msl];
-                state <= S_PRE2;
+                state <= oh(S_PRE2);
             end
-            S_PRE2: begin
+            state[S_PRE2]: begin
                 r_assign <= m_ctrl[2:1];
                 r_nsets <= m_ctrl[10:8];
                 r_ncache <= m_ctrl[21:16];
@@ -431,10 +470,10 @@ module wccp_decide #(
                 d_fromc  <= r_fromc;
                 d_hash   <= (m_ctrl[2:1] == 2'd1);
                 d_mask   <= (m_ctrl[2:1] == 2'd2) && (m_ctrl[10:8] != 3'd0);
-                state <= S_DEC;
+                state <= oh(S_DEC);
             end
-            S_DEC: begin
-                state <= S_OUT;
+            state[S_DEC]: begin
+                state <= oh(S_OUT);
                 set_normal;
                 if (d_notip) begin
                     // not IPv4: forward, not counted
@@ -465,64 +504,74 @@ module wccp_decide #(
                     end else if (d_hash) begin
                         is_hash <= 1'b1;
                         bk_raddr <= {msl, pb[7:2]};
-                        state <= S_H;
+                        state <= oh(S_H);
                     end else if (d_mask) begin
                         mset <= 3'd0;
-                        state <= S_MA;
+                        state <= oh(S_MA);
                     end else begin
                         ev_cause[C_UNASS] <= 1'b1;
                     end
                 end
             end
             // hash: primary bucket word (address registered in S_DEC), data in S_B1
-            S_H: state <= S_HW1;
-            S_HW1: state <= S_B1;
-            S_B1: begin
+            state[S_H]: state <= oh(S_HW1);
+            state[S_HW1]: state <= oh(S_B1);
+            state[S_B1]: begin
                 ev_bucket <= 1'b1;
                 ev_bucket_idx <= pb;
                 ev_slot_idx <= msl;
-                if (bsel(bk_rdata, pb[1:0]) == 8'hFF) begin
+                bv <= bsel(bk_rdata, pb[1:0]);
+                bv_ff <= (bsel(bk_rdata, pb[1:0]) == 8'hFF);
+                state <= oh(S_B1L);
+            end
+            state[S_B1L]: begin
+                if (bv_ff) begin
                     ev_cause[C_UNASS] <= 1'b1;
-                    state <= S_OUT;
-                end else if (bsel(bk_rdata, pb[1:0]) >= 8'h80) begin
+                    state <= oh(S_OUT);
+                end else if (bv[7]) begin
                     alt_used <= 1'b1;
                     bk_raddr <= {msl, ab[7:2]};
-                    state <= S_AW1;
+                    state <= oh(S_AW1);
                 end else begin
-                    cidx <= bsel_lo7(bk_rdata, pb[1:0]);
-                    state <= S_CIDX;
+                    cidx <= bv[6:0];
+                    state <= oh(S_CIDX);
                 end
             end
-            S_AW1: state <= S_AW2;
-            S_AW2: state <= S_B2;
-            S_B2: begin
-                if (bsel(bk_rdata, ab[1:0]) == 8'hFF) begin
+            state[S_AW1]: state <= oh(S_AW2);
+            state[S_AW2]: state <= oh(S_B2);
+            state[S_B2]: begin
+                bv <= bsel(bk_rdata, ab[1:0]);
+                bv_ff <= (bsel(bk_rdata, ab[1:0]) == 8'hFF);
+                state <= oh(S_B2L);
+            end
+            state[S_B2L]: begin
+                if (bv_ff) begin
                     ev_cause[C_UNASS] <= 1'b1;
-                    state <= S_OUT;
+                    state <= oh(S_OUT);
                 end else begin
-                    cidx <= bsel_lo7(bk_rdata, ab[1:0]);
-                    state <= S_CIDX;
+                    cidx <= bv[6:0];
+                    state <= oh(S_CIDX);
                 end
             end
             // mask: two position words, then the index in two stages, then the value table
-            S_MA: begin
+            state[S_MA]: begin
                 mp_raddr <= {msl, mset[1:0], 1'b0};
-                state <= S_MA1;
+                state <= oh(S_MA1);
             end
-            S_MA1: begin
+            state[S_MA1]: begin
                 mp_raddr <= {msl, mset[1:0], 1'b1};
-                state <= S_MA2;
+                state <= oh(S_MA2);
             end
-            S_MA2: state <= S_MA3;
-            S_MA3: begin
+            state[S_MA2]: state <= oh(S_MA3);
+            state[S_MA3]: begin
                 mw0 <= mp_rdata;
-                state <= S_MA4;
+                state <= oh(S_MA4);
             end
-            S_MA4: begin
+            state[S_MA4]: begin
                 mw1 <= mp_rdata;
-                state <= S_MS1;
+                state <= oh(S_MS1);
             end
-            S_MS1: begin
+            state[S_MS1]: begin
                 for (j = 0; j < 7; j = j + 1) begin
                     ms_en[j] <= mpos[j*8+7] && (mpos[j*8 +: 7] < 7'd96);
                     ms_bit[j*4 +: 4] <= mpos[j*8 +: 4];
@@ -535,48 +584,54 @@ module wccp_decide #(
                     default: ms_chunk[j*16 +: 16] <= key96[95:80];
                     endcase
                 end
-                state <= S_MS2;
+                state <= oh(S_MS2);
             end
-            S_MS2: begin
+            state[S_MS2]: begin
                 for (j = 0; j < 7; j = j + 1)
                     midx[j] <= ms_en[j] && bit16(ms_chunk[j*16 +: 16], ms_bit[j*4 +: 4]);
-                state <= S_MT;
+                state <= oh(S_MT);
             end
-            S_MT: begin
+            state[S_MT]: begin
                 mt_raddr <= {msl, mset[1:0], midx[6:2]};
                 cidx <= midx;
-                state <= S_MTW1;
+                state <= oh(S_MTW1);
             end
-            S_MTW1: state <= S_MTW2;
-            S_MTW2: state <= S_M2;
-            S_M2: begin
-                if (bsel(mt_rdata, cidx[1:0]) != 8'hFF) begin
-                    cidx <= bsel_lo7(mt_rdata, cidx[1:0]);
-                    state <= S_CIDX;
-                end else if (mset + 3'd1 < r_nsets) begin
+            state[S_MTW1]: state <= oh(S_MTW2);
+            state[S_MTW2]: state <= oh(S_M2);
+            state[S_M2]: begin
+                bv <= bsel(mt_rdata, cidx[1:0]);
+                bv_ff <= (bsel(mt_rdata, cidx[1:0]) == 8'hFF);
+                m_more <= (mset + 3'd1 < r_nsets);
+                state <= oh(S_M2L);
+            end
+            state[S_M2L]: begin
+                if (!bv_ff) begin
+                    cidx <= bv[6:0];
+                    state <= oh(S_CIDX);
+                end else if (m_more) begin
                     mset <= mset + 3'd1;
-                    state <= S_MA;
+                    state <= oh(S_MA);
                 end else begin
                     ev_cause[C_UNASS] <= 1'b1;
-                    state <= S_OUT;
+                    state <= oh(S_OUT);
                 end
             end
-            S_CIDX: begin
+            state[S_CIDX]: begin
                 if ({1'b0, cidx} >= {2'b0, r_ncache}) begin
                     ev_cause[C_UNASS] <= 1'b1;
-                    state <= S_OUT;
+                    state <= oh(S_OUT);
                 end else begin
                     c_raddr <= {msl, cidx[4:0]};
-                    state <= S_CW1;
+                    state <= oh(S_CW1);
                 end
             end
-            S_CW1: state <= S_CW2;
-            S_CW2: state <= S_C;
-            S_C: begin
+            state[S_CW1]: state <= oh(S_CW2);
+            state[S_CW2]: state <= oh(S_C);
+            state[S_C]: begin
                 cache_ip <= ca_rdata;
                 if (!(ln_rdata[52] && ln_rdata[53])) begin
                     ev_cause[C_UNKN] <= 1'b1;
-                    state <= S_OUT;
+                    state <= oh(S_OUT);
                 end else if (cm_rdata[1:0] == 2'd2) begin
                     ev_cause[C_L2] <= 1'b1;
                     ev_cache <= 1'b1;
@@ -588,10 +643,10 @@ module wccp_decide #(
                     act_smac <= appl_mac;
                     act_src_off <= 11'd12;
                     act_copy_len <= l2_copy;
-                    state <= S_OUT;
+                    state <= oh(S_OUT);
                 end else if (r_toobig) begin
                     ev_cause[C_TOOBIG] <= 1'b1;
-                    state <= S_OUT;
+                    state <= oh(S_OUT);
                 end else begin
                     // GRE: header assembled in S_GRE..S_GRE4 (needs cache_ip for the checksum)
                     ev_cause[C_GRE] <= 1'b1;
@@ -599,23 +654,23 @@ module wccp_decide #(
                     ev_cache_idx <= cidx[4:0];
                     act_port <= ln_rdata[48];
                     act_dmac <= ln_rdata[47:0];
-                    state <= S_GRE;
+                    state <= oh(S_GRE);
                 end
             end
-            S_GRE: begin
+            state[S_GRE]: begin
                 cs1 <= rid_sum + {4'd0, gre_tl_r};
                 cs2 <= {4'd0, cache_ip[31:16]} + {4'd0, cache_ip[15:0]};
-                state <= S_GRE2;
+                state <= oh(S_GRE2);
             end
-            S_GRE2: begin
+            state[S_GRE2]: begin
                 cs3 <= cs1 + cs2;
-                state <= S_GRE3;
+                state <= oh(S_GRE3);
             end
-            S_GRE3: begin
+            state[S_GRE3]: begin
                 cs4 <= {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
-                state <= S_GRE4;
+                state <= oh(S_GRE4);
             end
-            S_GRE4: begin
+            state[S_GRE4]: begin
                 act_hlen <= f_vlan ? 6'd46 : 6'd42;
                 act_kind <= 2'd2;
                 act_smac <= appl_mac;
@@ -628,17 +683,17 @@ module wccp_decide #(
                 act_rh <= rh;
                 act_src_off <= l2len;
                 act_copy_len <= f_totlen[10:0];
-                state <= S_OUT;
+                state <= oh(S_OUT);
             end
-            S_OUT: begin
+            state[S_OUT]: begin
                 if (!act_valid) begin
                     act_valid <= 1'b1;
                 end else if (act_ready) begin
                     act_valid <= 1'b0;
-                    state <= S_IDLE;
+                    state <= oh(S_IDLE);
                 end
             end
-            default: state <= S_IDLE;
+            default: state <= oh(S_IDLE);
             endcase
         end
     end
