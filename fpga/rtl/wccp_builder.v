@@ -165,7 +165,14 @@ module wccp_builder #(
     // the next frame's first byte reaches the FIFO no earlier than 4 cycles after that pop
     // (accept, issue, stage 1, stage 2).
     wire pop  = m_valid && m_ready;
-    wire can_issue = run && ({1'b0, cnt} + {4'd0, s1_v} + {4'd0, s2_v} < DEPTH - 1);
+    // occ = cnt + s1_v + s2_v, kept as its own counter (timing)
+    reg  [3:0] occ;
+    wire can_issue = run && (occ < DEPTH - 1);
+    // accepted action, applied in the next cycle (ld)
+    reg        ld, a_skip, a_port;
+    reg [BUF_AW-1:0] a_start;
+    reg [10:0] a_flen, a_src_off, a_copy;
+    reg [5:0]  a_hlen;
 
     assign buf_raddr = rd;
     assign m_valid = (cnt != 4'd0);
@@ -176,7 +183,7 @@ module wccp_builder #(
     always @(posedge clk) begin
         act_ready <= 1'b0;
         if (rst) begin
-            wp <= 3'd0; rp <= 3'd0; cnt <= 4'd0;
+            wp <= 3'd0; rp <= 3'd0; cnt <= 4'd0; occ <= 4'd0; ld <= 1'b0;
             run <= 1'b0; s1_v <= 1'b0; s2_v <= 1'b0; req <= 2'b00;
             rel_ptr <= {BUF_AW{1'b0}};
             k <= 12'd0; tlast <= 12'd0; in_hdr <= 1'b0;
@@ -187,6 +194,7 @@ module wccp_builder #(
                 wp <= wp + 3'd1;
             end
             cnt <= cnt + {3'd0, s2_v} - {3'd0, pop};
+            occ <= occ + {3'd0, can_issue} - {3'd0, pop};
             if (pop) begin
                 rp <= rp + 3'd1;
                 if (m_last) begin
@@ -217,30 +225,42 @@ module wccp_builder #(
                 k <= k + 12'd1;
                 if (k == tlast) run <= 1'b0;
             end
-            // accept a new action once the previous frame has been handed over completely
-            if (!run && !act_ready && act_valid && req == 2'b00 && !s1_v && !s2_v && cnt == 4'd0) begin
+            // accept a new action once the previous frame has been handed over completely;
+            // the header fields are loaded now, the rest one cycle later from registers (timing)
+            ld <= 1'b0;
+            if (!run && !ld && !act_ready && act_valid && req == 2'b00 && !s1_v && !s2_v && cnt == 4'd0) begin
                 act_ready <= 1'b1;
-                if (act_drop || (act_copy_len == 11'd0 && act_hlen == 6'd0)) begin
-                    rel_ptr <= act_start + {{(BUF_AW-11){1'b0}}, act_flen};
+                ld <= 1'b1;
+                a_skip <= act_drop || (act_copy_len == 11'd0 && act_hlen == 6'd0);
+                a_start <= act_start;
+                a_flen <= act_flen;
+                a_src_off <= act_src_off;
+                a_hlen <= act_hlen;
+                a_copy <= act_copy_len;
+                a_port <= act_port;
+                h_dmac <= act_dmac;
+                h_smac <= act_smac;
+                h_vlan <= act_vlan && (act_kind == 2'd2 || act_kind == 2'd3);
+                h_tci <= act_tci;
+                h_tl <= act_tl;
+                h_csum <= act_csum;
+                h_rid <= act_rid;
+                h_cip <= act_cip;
+                h_rh <= act_rh;
+            end
+            if (ld) begin
+                if (a_skip) begin
+                    rel_ptr <= a_start + {{(BUF_AW-11){1'b0}}, a_flen};
                 end else begin
                     run <= 1'b1;
                     k <= 12'd0;
-                    tlast <= {6'd0, act_hlen} + {1'b0, act_copy_len} - 12'd1;
+                    tlast <= {6'd0, a_hlen} + {1'b0, a_copy} - 12'd1;
                     hk <= 6'd0;
-                    hlast <= act_hlen - 6'd1;
-                    in_hdr <= (act_hlen != 6'd0);
-                    h_dmac <= act_dmac;
-                    h_smac <= act_smac;
-                    h_vlan <= act_vlan && (act_kind == 2'd2 || act_kind == 2'd3);
-                    h_tci <= act_tci;
-                    h_tl <= act_tl;
-                    h_csum <= act_csum;
-                    h_rid <= act_rid;
-                    h_cip <= act_cip;
-                    h_rh <= act_rh;
-                    rd <= act_start + {{(BUF_AW-11){1'b0}}, act_src_off};
-                    fend <= act_start + {{(BUF_AW-11){1'b0}}, act_flen};
-                    req <= act_port ? 2'b10 : 2'b01;
+                    hlast <= a_hlen - 6'd1;
+                    in_hdr <= (a_hlen != 6'd0);
+                    rd <= a_start + {{(BUF_AW-11){1'b0}}, a_src_off};
+                    fend <= a_start + {{(BUF_AW-11){1'b0}}, a_flen};
+                    req <= a_port ? 2'b10 : 2'b01;
                 end
             end
         end

@@ -294,8 +294,14 @@ module wccp_decide #(
     reg [7:0] ipm, macm;
 
     reg [2:0] mset;
-    reg [7:0] bv;               // the table byte just read (bucket or mask value)
-    reg       bv_ff, m_more;
+    // table bytes selected from the RAM words every cycle (registered before any decision)
+    reg [7:0] byte_pb, byte_ab, byte_mt;
+    reg       m_more;
+    always @(posedge clk) begin
+        byte_pb <= bsel(bk_rdata, pb[1:0]);
+        byte_ab <= bsel(bk_rdata, ab[1:0]);
+        byte_mt <= bsel(mt_rdata, cidx[1:0]);
+    end
     reg [6:0] cidx;
     reg       alt_used;
     reg [7:0] pb, ab;
@@ -520,36 +526,32 @@ module wccp_decide #(
                 ev_bucket <= 1'b1;
                 ev_bucket_idx <= pb;
                 ev_slot_idx <= msl;
-                bv <= bsel(bk_rdata, pb[1:0]);
-                bv_ff <= (bsel(bk_rdata, pb[1:0]) == 8'hFF);
                 state <= oh(S_B1L);
             end
             state[S_B1L]: begin
-                if (bv_ff) begin
+                if (byte_pb == 8'hFF) begin
                     ev_cause[C_UNASS] <= 1'b1;
                     state <= oh(S_OUT);
-                end else if (bv[7]) begin
+                end else if (byte_pb[7]) begin
                     alt_used <= 1'b1;
                     bk_raddr <= {msl, ab[7:2]};
                     state <= oh(S_AW1);
                 end else begin
-                    cidx <= bv[6:0];
+                    cidx <= byte_pb[6:0];
                     state <= oh(S_CIDX);
                 end
             end
             state[S_AW1]: state <= oh(S_AW2);
             state[S_AW2]: state <= oh(S_B2);
             state[S_B2]: begin
-                bv <= bsel(bk_rdata, ab[1:0]);
-                bv_ff <= (bsel(bk_rdata, ab[1:0]) == 8'hFF);
                 state <= oh(S_B2L);
             end
             state[S_B2L]: begin
-                if (bv_ff) begin
+                if (byte_ab == 8'hFF) begin
                     ev_cause[C_UNASS] <= 1'b1;
                     state <= oh(S_OUT);
                 end else begin
-                    cidx <= bv[6:0];
+                    cidx <= byte_ab[6:0];
                     state <= oh(S_CIDX);
                 end
             end
@@ -599,14 +601,12 @@ module wccp_decide #(
             state[S_MTW1]: state <= oh(S_MTW2);
             state[S_MTW2]: state <= oh(S_M2);
             state[S_M2]: begin
-                bv <= bsel(mt_rdata, cidx[1:0]);
-                bv_ff <= (bsel(mt_rdata, cidx[1:0]) == 8'hFF);
                 m_more <= (mset + 3'd1 < r_nsets);
                 state <= oh(S_M2L);
             end
             state[S_M2L]: begin
-                if (!bv_ff) begin
-                    cidx <= bv[6:0];
+                if (byte_mt != 8'hFF) begin
+                    cidx <= byte_mt[6:0];
                     state <= oh(S_CIDX);
                 end else if (m_more) begin
                     mset <= mset + 3'd1;
