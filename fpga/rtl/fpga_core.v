@@ -55,10 +55,13 @@ module fpga_core #(
     end
     assign dbg_reg_rdata = reg_rdata;
     assign dbg_reg_rvalid = reg_rvalid;
-    // the register file strobes the counter RAMs one cycle after the access (registered
+    // the register file strobes the counter RAMs two cycles after the access (registered
     // decode): they take the word index from the address of that access
-    reg  [10:0] cnt_addr;
-    always @(posedge clk) cnt_addr <= reg_addr[10:0];
+    reg  [10:0] cnt_addr0, cnt_addr;
+    always @(posedge clk) begin
+        cnt_addr0 <= reg_addr[10:0];
+        cnt_addr <= cnt_addr0;
+    end
 
     wccp_spi_slave spi (
         .clk(clk), .rst(rst), .spi_sck(spi_sck), .spi_cs_n(spi_cs_n), .spi_mosi(spi_mosi),

@@ -23,6 +23,8 @@ module wccp_cnt_ram #(
     output reg           rvalid
 );
     localparam DW = BYTES ? 64 : 32;
+    // one operation at a time: a read never meets a write of the same cycle
+    (* no_rw_check *)
     reg [DW-1:0] mem [0:(1 << AW) - 1];
     reg [DW-1:0] q, q2;
     reg [AW-1:0] raddr, waddr;

@@ -1,9 +1,10 @@
 // Register file: global/group configuration (shadow + live flip-flops), table write
 // strobes for the banked RAMs, commit sequencing, fail-open watchdog and counters.
-// Register bus: reg_rd/reg_wr with a 24-bit word address. Every access is decoded into
-// registered strobes first (timing): writes take effect two cycles after reg_wr, read data
-// (reg_rvalid) comes three cycles after reg_rd, the counter read strobes (cc_rd, bc_rd, st_rd
-// with st_word/st_hi) one cycle after reg_rd (the address to use is reg_addr delayed by one).
+// Register bus: reg_rd/reg_wr with a 24-bit word address. Every access is decoded in two
+// registered steps first (timing: block from the upper address bits, then the register):
+// writes take effect three cycles after reg_wr, read data (reg_rvalid) comes four cycles after
+// reg_rd, the counter read strobes (cc_rd, bc_rd, st_rd with st_word/st_hi) two cycles after
+// reg_rd (the counter index to use is reg_addr delayed by two).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_regs #(
@@ -67,19 +68,39 @@ module wccp_regs #(
     reg           commit_req, commit_copy;
 
     // ---------------- decode stage (registered) ----------------
-    wire [23:0] a = reg_addr;
-    wire        in_glob = (a[23:5] == 19'd0);
-    wire        in_group = ({a[23:8], 8'd0} == `WCCP_GROUP_BASE);
-    // block decodes: equality on the upper address bits (block sizes are powers of two)
-    wire        in_cache = ({a[23:10], 10'd0} == `WCCP_CACHE_BASE);
-    wire        in_bucket = ({a[23:9], 9'd0} == `WCCP_BUCKET_BASE);
-    wire        in_maskset = ({a[23:7], 7'd0} == `WCCP_MASKSET_BASE);
-    wire        in_masktab = ({a[23:10], 10'd0} == `WCCP_MASKTAB_BASE);
-    wire        in_cc = ({a[23:9], 9'd0} == `WCCP_CACHECNT_BASE);
-    wire        in_bc = ({a[23:11], 11'd0} == `WCCP_BUCKETCNT_BASE);
+    // stage 1: the access and its block (upper address bits) registered
+    reg  [10:0] a;
+    reg         p_wr, p_rd;
+    reg  [31:0] p_wd;
+    reg         z_glob, z_grp, z_cache, z_bucket, z_maskset, z_masktab, z_cc, z_bc, z_pc, z_sc;
+    always @(posedge clk) begin
+        a <= reg_addr[10:0];
+        p_wr <= reg_wr && !rst;
+        p_rd <= reg_rd && !rst;
+        p_wd <= reg_wdata;
+        z_glob <= (reg_addr[23:5] == 19'd0);
+        z_grp <= ({reg_addr[23:8], 8'd0} == `WCCP_GROUP_BASE);
+        z_cache <= ({reg_addr[23:10], 10'd0} == `WCCP_CACHE_BASE);
+        z_bucket <= ({reg_addr[23:9], 9'd0} == `WCCP_BUCKET_BASE);
+        z_maskset <= ({reg_addr[23:7], 7'd0} == `WCCP_MASKSET_BASE);
+        z_masktab <= ({reg_addr[23:10], 10'd0} == `WCCP_MASKTAB_BASE);
+        z_cc <= ({reg_addr[23:9], 9'd0} == `WCCP_CACHECNT_BASE);
+        z_bc <= ({reg_addr[23:11], 11'd0} == `WCCP_BUCKETCNT_BASE);
+        z_pc <= ({reg_addr[23:6], 6'd0} == `WCCP_PORTCNT_BASE);
+        z_sc <= ({reg_addr[23:7], 7'd0} == `WCCP_SLOTCNT_BASE);
+    end
+    // stage 2 decodes (registered below)
+    wire        in_glob = z_glob;
+    wire        in_group = z_grp;
+    wire        in_cache = z_cache;
+    wire        in_bucket = z_bucket;
+    wire        in_maskset = z_maskset;
+    wire        in_masktab = z_masktab;
+    wire        in_cc = z_cc;
+    wire        in_bc = z_bc;
     // PORTCNT: a[5] port, a[4:0] offset (0/1 rx, 2/3 tx, 4.. single) ; SLOTCNT: a[6:4] slot, a[1] port, a[0] bytes
-    wire        in_pc = ({a[23:6], 6'd0} == `WCCP_PORTCNT_BASE) && (a[4:0] < 5'd18);
-    wire        in_sc = ({a[23:7], 7'd0} == `WCCP_SLOTCNT_BASE) && (a[3:2] == 2'd0);
+    wire        in_pc = z_pc && (a[4:0] < 5'd18);
+    wire        in_sc = z_sc && (a[3:2] == 2'd0);
     wire        in_st = in_pc || in_sc;
     wire [3:0]  pc_m2 = a[3:0] - 4'd2;   // offset - 2 (offsets 4..17)
 
@@ -91,27 +112,27 @@ module wccp_regs #(
     reg         r_rd;                    // read decoded (strobes valid), data two cycles later
     always @(posedge clk) begin
         d_a <= a[9:0];
-        d_wd <= reg_wdata;
-        w_ctrl <= reg_wr && (a == `WCCP_CONTROL);
-        w_hb <= reg_wr && (a == `WCCP_HEARTBEAT);
-        w_wdt <= reg_wr && (a == `WCCP_WDT_TIMEOUT);
-        w_commit <= reg_wr && (a == `WCCP_COMMIT) && reg_wdata[0];
-        w_rid <= reg_wr && (a == `WCCP_ROUTER_ID);
-        w_mac_hi <= reg_wr && (a == `WCCP_MAC_HI);
-        w_mac_lo <= reg_wr && (a == `WCCP_MAC_LO);
-        w_mtu <= reg_wr && (a == `WCCP_MTU);
-        w_nh[0] <= reg_wr && (a == `WCCP_NEXTHOP_MAC_HI);
-        w_nh[1] <= reg_wr && (a == `WCCP_NEXTHOP_MAC_LO);
-        w_nh[2] <= reg_wr && (a == `WCCP_NEXTHOP_MAC_HI + 2);
-        w_nh[3] <= reg_wr && (a == `WCCP_NEXTHOP_MAC_LO + 2);
-        w_cache <= reg_wr && in_cache;
-        w_bucket <= reg_wr && in_bucket;
-        w_maskset <= reg_wr && in_maskset;
-        w_masktab <= reg_wr && in_masktab;
-        r_rd <= reg_rd;
-        cc_rd <= reg_rd && in_cc && !rst;
-        bc_rd <= reg_rd && in_bc && !rst;
-        st_rd <= reg_rd && in_st && !rst;
+        d_wd <= p_wd;
+        w_ctrl <= p_wr && in_glob && (a[4:0] == `WCCP_CONTROL);
+        w_hb <= p_wr && in_glob && (a[4:0] == `WCCP_HEARTBEAT);
+        w_wdt <= p_wr && in_glob && (a[4:0] == `WCCP_WDT_TIMEOUT);
+        w_commit <= p_wr && in_glob && (a[4:0] == `WCCP_COMMIT) && p_wd[0];
+        w_rid <= p_wr && in_glob && (a[4:0] == `WCCP_ROUTER_ID);
+        w_mac_hi <= p_wr && in_glob && (a[4:0] == `WCCP_MAC_HI);
+        w_mac_lo <= p_wr && in_glob && (a[4:0] == `WCCP_MAC_LO);
+        w_mtu <= p_wr && in_glob && (a[4:0] == `WCCP_MTU);
+        w_nh[0] <= p_wr && in_glob && (a[4:0] == `WCCP_NEXTHOP_MAC_HI);
+        w_nh[1] <= p_wr && in_glob && (a[4:0] == `WCCP_NEXTHOP_MAC_LO);
+        w_nh[2] <= p_wr && in_glob && (a[4:0] == `WCCP_NEXTHOP_MAC_HI + 2);
+        w_nh[3] <= p_wr && in_glob && (a[4:0] == `WCCP_NEXTHOP_MAC_LO + 2);
+        w_cache <= p_wr && in_cache;
+        w_bucket <= p_wr && in_bucket;
+        w_maskset <= p_wr && in_maskset;
+        w_masktab <= p_wr && in_masktab;
+        r_rd <= p_rd;
+        cc_rd <= p_rd && in_cc && !rst;
+        bc_rd <= p_rd && in_bc && !rst;
+        st_rd <= p_rd && in_st && !rst;
         // (PORTCNT and SLOTCNT differ in a[10]: the word index needs no block decode)
         st_word <= a[10] ? {2'b10, a[6:4], a[1]} :
                    {1'b0, a[5], (a[4:0] < 5'd4) ? {3'd0, a[1]} : pc_m2[3:0]};
@@ -270,10 +291,10 @@ module wccp_regs #(
     reg [4:0]  gw_off;
     reg [31:0] gw_data;
     always @(posedge clk) begin
-        gw_en <= !rst && reg_wr && in_group;
+        gw_en <= !rst && p_wr && in_group;
         gw_slot <= a[7:5];
         gw_off <= a[4:0];
-        gw_data <= reg_wdata;
+        gw_data <= p_wd;
     end
     genvar gs;
     generate

@@ -19,8 +19,8 @@
 //           bit and one for the slot, one every 3 cycles (a decision is >= 9 cycles and
 //           raises at most three events: learn, slot, cause; the FIFO absorbs the rest)
 // After reset the RAM is cleared (64 cycles) while the sources collect events.
-// Host reads: rd/rd_word/rd_hi from registers; rdata/rvalid two cycles later (0 until the
-// RAM is cleared).
+// Host reads: rd/rd_word/rd_hi; rdata/rvalid three cycles later (four when the read met a
+// write of the same word), 0 until the RAM is cleared. One read at a time (wait for rvalid).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_stats (
@@ -79,6 +79,7 @@ module wccp_stats (
 
     // ---------------- per-port sources ----------------
     wire [2*6-1:0]  o_a, o_f;     // per port: selected operation (zero when not selected)
+    wire [1:0]      o_x;
     wire [2*13-1:0] o_b;
 
     genvar p;
@@ -113,7 +114,7 @@ module wccp_stats (
             end
             always @(posedge clk) begin
                 if (rst) begin
-                    tv <= 1'b0; dv <= 1'b0;
+                    tv <= 1'b0; dv <= 1'b0; dk <= 2'd0;
                 end else begin
                     if (ev_tx[p]) begin
                         tv <= 1'b1;
@@ -162,21 +163,40 @@ module wccp_stats (
                     if (hc[k]) ci = k[3:0];
                 multi = (|hc[4:0] && |hc[9:5]) || two5(hc[4:0]) || two5(hc[9:5]);
             end
-            wire hcz = (hc == 10'd0);
+            reg  [3:0]  cw;           // 6 + ci: word offset of the cause counter
+            always @(*) begin
+                case (ci)
+                4'd0: cw = 4'd6;
+                4'd1: cw = 4'd7;
+                4'd2: cw = 4'd8;
+                4'd3: cw = 4'd9;
+                4'd4: cw = 4'd10;
+                4'd5: cw = 4'd11;
+                4'd6: cw = 4'd12;
+                4'd7: cw = 4'd13;
+                4'd8: cw = 4'd14;
+                default: cw = 4'd15;
+                endcase
+            end
+            reg  hcz;                 // hc == 0 (registered)
             always @(posedge clk) begin
                 if (rst) begin
                     fw <= 5'd0; fr <= 5'd0;
-                    hv <= 1'b0; hc <= 10'd0; hs <= 1'b0;
+                    hv <= 1'b0; hc <= 10'd0; hcz <= 1'b1; hs <= 1'b0; hsi <= 3'd0;
                     nf <= 1'b0; nc <= 1'b0; ns <= 1'b0; nl <= 1'b0;
                     na <= 6'd0; nb <= 12'd0;
                 end else begin
                     if ((e_s || (|e_c)) && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
                     if (t_dec && nf) begin
-                        if (nc) hc <= hc & (hc - 10'd1);
+                        if (nc) begin
+                            hc <= hc & (hc - 10'd1);
+                            hcz <= !multi;
+                        end
                         if (ns) hs <= 1'b0;
                         if (nl) hv <= 1'b0;
                     end else if (!hv && fw != fr) begin
                         {hc, hs, hsi, hb} <= fh;
+                        hcz <= (fh[25:16] == 10'd0);
                         hv <= 1'b1;
                         fr <= fr + 5'd1;
                     end
@@ -184,7 +204,7 @@ module wccp_stats (
                     nc <= !hcz;
                     ns <= hcz && hs;
                     nl <= hcz || (!multi && !hs);
-                    na <= hcz ? {2'b10, hsi, base[4]} : base + 6'd6 + {2'd0, ci};
+                    na <= hcz ? {2'b10, hsi, base[4]} : {1'b0, base[4], cw};
                     nb <= (hcz && hs) ? hb : 12'd0;
                 end
             end
@@ -193,8 +213,9 @@ module wccp_stats (
             assign o_a[p*6 +: 6] = ({6{t_dec}} & na) | ({6{t_rx}} & base) |
                                    ({6{t_tx}} & (base | 6'd1)) | ({6{t_runt}} & (base | 6'd2)) |
                                    ({6{t_dr}} & (base + 6'd3 + {4'd0, dk}));
-            assign o_f[p*6 +: 6] = ({6{t_rx}} & s_af) | ({6{t_runt}} & s_rf) |
-                                   {5'd0, (t_dec & nf) | (t_tx & tv) | (t_dr & dv)};
+            // (frames: accumulator plus this cycle's event as a separate bit, added later)
+            assign o_f[p*6 +: 6] = ({6{t_rx}} & af) | ({6{t_runt}} & rf);
+            assign o_x[p] = (t_rx & e_rx) | (t_runt & e_drop[0]) | (t_dec & nf) | (t_tx & tv) | (t_dr & dv);
             assign o_b[p*13 +: 13] = ({13{t_rx}} & s_ab) | ({13{t_tx & tv}} & {1'b0, tl}) |
                                      ({13{t_dec}} & {1'b0, nb});
         end
@@ -203,9 +224,13 @@ module wccp_stats (
     // ---------------- read-modify-write pipeline ----------------
     reg [5:0]  r_a, a1, a2;
     reg [5:0]  r_f, f1, f2;
+    reg        r_x;
     reg [12:0] r_b, b1, b2;
     reg        r_v, v1, v2, r_z;
     reg [63:0] q, q2;
+    // read/write collisions are avoided by construction (see above and the host read port):
+    // no collision logic around the block RAM
+    (* no_rw_check *)
     reg [63:0] mem [0:63];
     integer i;
     initial begin
@@ -214,15 +239,16 @@ module wccp_stats (
     // issue: AND-OR of the selected source (sel is one-hot or zero)
     wire [5:0]  m_a = o_a[5:0] | o_a[11:6];
     wire [5:0]  m_f = o_f[5:0] | o_f[11:6];
+    wire        m_x = |o_x;
     wire [12:0] m_b = o_b[12:0] | o_b[25:13];
     always @(posedge clk) begin
         if (!run) begin
             // clear word ccnt (0..63), then let the pipeline drain
-            r_a <= ccnt[5:0]; r_f <= 6'd0; r_b <= 13'd0; r_v <= !ccnt[6]; r_z <= 1'b1;
+            r_a <= ccnt[5:0]; r_f <= 6'd0; r_x <= 1'b0; r_b <= 13'd0; r_v <= !ccnt[6]; r_z <= 1'b1;
         end else begin
-            r_a <= m_a; r_f <= m_f; r_b <= m_b; r_v <= |sel; r_z <= 1'b0;
+            r_a <= m_a; r_f <= m_f; r_x <= m_x; r_b <= m_b; r_v <= |sel; r_z <= 1'b0;
         end
-        a1 <= r_a; f1 <= r_f; b1 <= r_b; v1 <= r_v && !rst;
+        a1 <= r_a; f1 <= r_f + {5'd0, r_x}; b1 <= r_b; v1 <= r_v && !rst;
         a2 <= a1; f2 <= f1; b2 <= b1; v2 <= v1 && !rst;
     end
     // operation issued (r_a) in cycle t: RAM read at the end of t, output register at the end
@@ -235,16 +261,28 @@ module wccp_stats (
     end
 
     // ---------------- host read port ----------------
-    // (while the RAM is being cleared after reset every counter reads 0)
-    reg        rd_d, hi_d;
+    // The address is registered; a read that meets the write of the same word in the same
+    // cycle (undefined data) is repeated in the next cycle (the next write is to another word).
+    // rdata/rvalid three (four after a collision) cycles after rd; 0 until the RAM is cleared.
+    reg        hr_v, hr_hi, h_ok;
+    reg [5:0]  hr_w;
     reg [63:0] hq;
+    wire       h_col = v2 && (a2 == hr_w);
     always @(posedge clk) begin
         if (!run) hq <= 64'd0;
-        else hq <= mem[rd_word];
-        rd_d <= rd;
-        hi_d <= rd_hi;
-        rvalid <= rd_d;
-        rdata <= hi_d ? hq[63:32] : hq[31:0];
+        else hq <= mem[hr_w];
+        h_ok <= hr_v && !h_col && !rst;
+        rvalid <= h_ok && !rst;
+        rdata <= hr_hi ? hq[63:32] : hq[31:0];
+        if (rst) begin
+            hr_v <= 1'b0;
+        end else if (rd) begin
+            hr_v <= 1'b1;
+            hr_w <= rd_word;
+            hr_hi <= rd_hi;
+        end else if (!h_col) begin
+            hr_v <= 1'b0;
+        end
     end
 endmodule
 `default_nettype wire

@@ -107,7 +107,7 @@ class TB:
         d.reg_wr.value = 0
 
     async def read(self, addr, strobes=None):
-        """Read: counter strobes one cycle after reg_rd, rvalid exactly three cycles after."""
+        """Read: counter strobes two cycles after reg_rd, rvalid exactly four cycles after."""
         d = self.dut
         await Timer(1, "ns")
         d.reg_addr.value = addr
@@ -117,11 +117,14 @@ class TB:
         d.reg_rd.value = 0
         d.reg_addr.value = addr ^ 0xFFFFFF      # the strobes must not depend on a later address
         await ReadOnly()
+        assert (int(d.cc_rd.value), int(d.bc_rd.value), int(d.st_rd.value)) == (0, 0, 0)
+        await RisingEdge(d.clk)
+        await ReadOnly()
         if strobes is not None:
             strobes.append((int(d.cc_rd.value), int(d.bc_rd.value), int(d.st_rd.value),
                             int(d.st_word.value), int(d.st_hi.value)))
         for _ in range(2):
-            assert int(d.reg_rvalid.value) == 0, "rvalid earlier than three cycles after reg_rd"
+            assert int(d.reg_rvalid.value) == 0, "rvalid earlier than four cycles after reg_rd"
             await RisingEdge(d.clk)
             await ReadOnly()
         v = (int(d.reg_rvalid.value), int(d.reg_rdata.value))
@@ -134,7 +137,7 @@ class TB:
 
     async def rd(self, addr):
         valid, v = await self.read(addr)
-        assert valid == 1, "no rvalid three cycles after reading 0x%06X" % addr
+        assert valid == 1, "no rvalid four cycles after reading 0x%06X" % addr
         return v
 
 
@@ -358,8 +361,9 @@ async def test_watchdog(dut):
         await RisingEdge(d.clk)
         assert tb.cycle - t0 < 60 * CLK_PER_US
     dt = tb.cycle - t0
-    # 40 us after the heartbeat (within one microsecond tick, minus the prescaler phase)
-    assert 39 * CLK_PER_US <= dt <= 40 * CLK_PER_US + 2, dt
+    # 40 us after the heartbeat (within one microsecond tick, minus the prescaler phase; the
+    # write takes effect 3 cycles after reg_wr: registered decode)
+    assert 39 * CLK_PER_US <= dt <= 40 * CLK_PER_US + 3, dt
     assert await status() == R.STATUS_WDT_EXPIRED
     assert await tb.rd(R.HEARTBEAT) == 0
     # re-arm; CONTROL 1 -> 1 does not disarm, CONTROL -> 0 drops active at once
