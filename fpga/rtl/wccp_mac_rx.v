@@ -37,6 +37,10 @@ module wccp_mac_rx #(
     reg        gt_max;     // cnt > MAX_LEN
     reg        crc_ok;     // crc (one cycle ago) is the good-FCS residue
     reg        fin;        // the frame ended in the previous cycle: emit its last byte
+    // input byte folded into the CRC first, kept as its own LUT level so that synthesis
+    // builds each next-CRC bit as a shallow XOR tree (timing)
+    (* keep *) wire [7:0] crc_t;
+    assign crc_t = crc[7:0] ^ gmii_rxd;
 
     always @(posedge clk) begin
         m_valid <= 1'b0;
@@ -86,7 +90,7 @@ module wccp_mac_rx #(
             S_DATA: begin
                 if (gmii_rx_dv) begin
                     dly <= {dly[31:0], gmii_rxd};
-                    crc <= crc32_byte(crc, gmii_rxd);
+                    crc <= crc32_byte({crc[31:8], crc_t}, 8'd0);
                     if (cnt != 12'hFFF) cnt <= cnt + 12'd1;
                     // length flags of the incremented count (saturation keeps both)
                     lt_min <= (cnt < MIN_LEN - 1);
@@ -123,9 +127,10 @@ module wccp_mac_rx #(
                     else m_good <= 1'b1;
                 end else if (fill != 3'd0) begin
                     // tiny fragment: emit a lone 'last' marker so it is counted as a runt
+                    // (its data byte is never stored)
                     m_valid <= 1'b1;
                     m_last <= 1'b1;
-                    m_data <= 8'd0;
+                    m_data <= dly[39:32];
                     m_runt <= 1'b1;
                 end
             end

@@ -1,12 +1,12 @@
 // Frame parser: watches the receive stream (FCS already removed) and extracts
 // Ethernet (+ one 802.1Q tag), IPv4 and TCP/UDP/GRE fields. Results are valid in the
-// cycle `done` is high: the second cycle after the last byte (one cycle computes the
-// length checks from registered fields). The fields stay valid until the first byte of
-// the next frame: at least one idle cycle (s_valid low) must follow s_last (the GMII MAC
-// guarantees many: interframe gap, preamble and its 4-byte FCS delay).
+// cycle `done` is high: the third cycle after the last byte (an input register stage,
+// then one cycle computes the length checks from registered fields). The fields stay
+// valid until the first byte of the next frame: at least one idle cycle (s_valid low)
+// must follow s_last (the GMII MAC guarantees many: interframe gap, preamble, FCS delay).
 //
-// Timing: every field is captured with an enable that is at most one LUT level from a
-// register: byte positions are one-hot shift registers (Ethernet header positions 0..16,
+// Timing: the input byte is registered with its compares (zero nibbles, 0x08, 0x81,
+// TCP/UDP) and every field is captured with an enable one LUT level from a register: byte positions are one-hot shift registers (Ethernet header positions 0..16,
 // IPv4 header bytes 0..19, L4 bytes 0..11) and the L4 start is a small down-counter loaded
 // from the IHL; no byte-position arithmetic or comparison sits in front of a capture.
 `timescale 1ns / 1ps
@@ -61,55 +61,61 @@ module wccp_parser (
     reg        ihl_good, tl_hdr, tl_hdr4, avail;
     integer k;
 
-    wire v = s_valid;
-    wire zbyte = (s_data == 8'd0);
+    // input register stage with the byte compares precomputed (timing: every capture
+    // enable and flag is then one or two LUT levels from registers)
+    reg        v, last;
+    reg [7:0]  d;
+    reg        zlo, zhi, z54, b08, b81, b_tu;
+    always @(posedge clk) begin
+        v <= s_valid && !rst;
+        last <= s_last;
+        d <= s_data;
+        zlo <= (s_data[3:0] == 4'd0);
+        zhi <= (s_data[7:4] == 4'd0);
+        z54 <= (s_data[5:4] == 2'd0);
+        b08 <= (s_data == 8'h08);
+        b81 <= (s_data == 8'h81);
+        b_tu <= (s_data == 8'd6) || (s_data == 8'd17);
+    end
+    wire zbyte = zlo && zhi;
     // Fields are cleared after `done` (and at reset), so a frame starts from zeros; the
     // first byte of the next frame may coincide with the clear (it only feeds dst_mac).
     wire clr = rst || done;
     assign frame_len = fcnt[10:0];
 
-    // byte positions and counters
+    // byte positions (one-hot shift registers, restarted by a synchronous reset at the
+    // frame end) and the L4 start counter
+    wire restart = rst || (v && last);
     always @(posedge clk) begin
-        done0 <= 1'b0;
-        done <= done0;
-        if (rst) begin
+        done0 <= !rst && v && last;
+        done <= !rst && done0;
+        if (restart) begin
             eh <= 17'd1;
             ih <= 20'd0;
             lh <= 12'd0;
-            lcd <= 6'd0;
             lcd_on <= 1'b0;
             lcd1 <= 1'b0;
             etlo <= 1'b0;
-            done <= 1'b0;
         end else if (v) begin
             eh <= {eh[15:0], 1'b0};
-            ih <= {ih[18:0], 1'b0};
-            lh <= {lh[10:0], 1'b0};
+            // the next byte is IPv4 byte 0 after an 0x0800 ethertype
+            ih <= {ih[18:0], etlo && et08 && zbyte};
             etlo <= eh[12] || (vlan && eh[16]);
-            // the next byte is IPv4 byte 0
-            if (etlo && et08 && zbyte) ih[0] <= 1'b1;
+            // L4 byte 0 is IPv4 byte 4*IHL (IHL 0: bytes 1..11 land at L4 index 1..11)
+            if (ih[0]) lh <= {10'd0, zlo, 1'b0};
+            else lh <= {lh[10:0], lcd1};
             if (ih[0]) begin
-                // L4 byte 0 is IPv4 byte 4*IHL (IHL 0: bytes 1..11 land at L4 index 1..11)
-                lcd <= (s_data[3:0] == 4'd0) ? 6'd0 : {s_data[3:0] - 4'd1, 2'b11};
-                lcd_on <= (s_data[3:0] != 4'd0);
+                lcd <= zlo ? 6'd0 : {d[3:0] - 4'd1, 2'b11};
+                lcd_on <= !zlo;
                 lcd1 <= 1'b0;
-                lh <= {10'd0, s_data[3:0] == 4'd0, 1'b0};
             end else if (lcd_on) begin
                 lcd <= lcd - 6'd1;
                 lcd_on <= !lcd1;
                 lcd1 <= (lcd == 6'd2);
-                lh[0] <= lcd1;
-            end
-            if (s_last) begin
-                eh <= 17'd1;
-                ih <= 20'd0;
-                lh <= 12'd0;
-                lcd_on <= 1'b0;
-                lcd1 <= 1'b0;
-                etlo <= 1'b0;
-                done0 <= 1'b1;
             end
         end
+    end
+    always @(posedge clk) begin
         if (clr) fcnt <= {11'd0, v && !rst};
         else if (v && !fcnt[11]) fcnt <= fcnt + 12'd1;
         if (clr) ipn <= 11'd0;
@@ -118,11 +124,11 @@ module wccp_parser (
 
     // field capture: one enable per field (a one-hot position bit and s_valid)
     always @(posedge clk) begin
-        if (v && |eh[5:0]) dst_mac <= {dst_mac[39:0], s_data};
-        if (v && |eh[11:6]) src_mac <= {src_mac[39:0], s_data};
+        if (v && |eh[5:0]) dst_mac <= {dst_mac[39:0], d};
+        if (v && |eh[11:6]) src_mac <= {src_mac[39:0], d};
         if (v && (eh[12] || (vlan && eh[16]))) begin
-            et08 <= (s_data == 8'h08);
-            et81 <= (s_data == 8'h81);
+            et08 <= b08;
+            et81 <= b81;
         end
         if (clr) begin
             vlan <= 1'b0;
@@ -141,26 +147,26 @@ module wccp_parser (
             for (k = 0; k < 12; k = k + 1) l4b[k] <= 8'd0;
         end else if (v) begin
             if (eh[13]) vlan <= et81 && zbyte;
-            if (vlan && eh[14]) vlan_tci[15:8] <= s_data;
-            if (vlan && eh[15]) vlan_tci[7:0] <= s_data;
+            if (vlan && eh[14]) vlan_tci[15:8] <= d;
+            if (vlan && eh[15]) vlan_tci[7:0] <= d;
             if (etlo && et08 && zbyte) in_ip <= 1'b1;
             if (ih[0]) begin
-                ihl_r <= s_data[3:0];
-                ver4 <= (s_data[7:4] == 4'd4);
+                ihl_r <= d[3:0];
+                ver4 <= (d[7:4] == 4'd4);
                 ip_any <= 1'b1;
             end
-            if (ih[2]) tlen[15:8] <= s_data;
-            if (ih[3]) tlen[7:0] <= s_data;
-            if (ih[6]) frag_hi0 <= (s_data[5:0] == 6'd0);
+            if (ih[2]) tlen[15:8] <= d;
+            if (ih[3]) tlen[7:0] <= d;
+            if (ih[6]) frag_hi0 <= zlo && z54;
             if (ih[7]) frag_lo0 <= zbyte;
             if (ih[9]) begin
-                prot <= s_data;
-                tcpudp <= (s_data == 8'd6) || (s_data == 8'd17);
+                prot <= d;
+                tcpudp <= b_tu;
             end
-            if (|ih[15:12]) s_ip <= {s_ip[23:0], s_data};
-            if (|ih[19:16]) d_ip <= {d_ip[23:0], s_data};
+            if (|ih[15:12]) s_ip <= {s_ip[23:0], d};
+            if (|ih[19:16]) d_ip <= {d_ip[23:0], d};
             for (k = 0; k < 12; k = k + 1)
-                if (lh[k]) l4b[k] <= s_data;
+                if (lh[k]) l4b[k] <= d;
         end
     end
 

@@ -52,8 +52,8 @@ module wccp_rxq #(
         .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len));
 
     wire        p_vlan, p_is_ip, p_ip_ok, p_tcpudp;
+    wire        p_done;   // parser results final (a few cycles after r_last)
     /* verilator lint_off UNUSEDSIGNAL */
-    wire        p_done;   // high in the cycle after keep: the bundle is pushed then (keep_d)
     wire [15:0] p_sport, p_dport;   // stored as l4w0 + the TCP/UDP flag instead
     /* verilator lint_on UNUSEDSIGNAL */
     wire [47:0] p_dst, p_src;
@@ -76,8 +76,7 @@ module wccp_rxq #(
     (* no_rw_check *) reg [7:0] mem [0:(1 << BUF_AW) - 1];
     reg [BUF_AW-1:0] wp, fstart;
     reg              ovf;          // this frame did not fit
-    reg              keep;         // frame complete and good
-    reg              keep_d;       // push the bundle (parser results are final: p_done)
+    reg              push_pend;    // frame complete and good: push its bundle at p_done
     // occupancy registered (timing); one cycle stale, so keep a 4-byte margin
     reg  [BUF_AW-1:0] used;
     always @(posedge clk) used <= wp - rel_ptr;
@@ -93,8 +92,10 @@ module wccp_rxq #(
     localparam BW = BUF_AW + 11 + 48 + 48 + 1 + 16 + 1 + 1 + 8 + 32 + 32 + 1 + 16 + 4 + 32 + 8 + 16 + 16;
     reg [BW-1:0] q [0:(1 << QAW) - 1];
     reg [QAW:0]  qw, qr;
-    wire [QAW:0] q_used = qw - qr;
+    reg [QAW:0]  q_used;          // qw - qr, kept as a register (q_full without a subtractor)
     wire         q_full = q_used[QAW];
+    wire         q_push = p_done && push_pend;
+    wire         q_take = q_pop && q_valid;
     assign q_valid = (qw != qr);
     wire         q_tcpudp;
     assign {q_start, q_flen, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_ok, q_proto, q_sip,
@@ -109,14 +110,14 @@ module wccp_rxq #(
             wp <= {BUF_AW{1'b0}};
             fstart <= {BUF_AW{1'b0}};
             ovf <= 1'b0;
-            keep <= 1'b0;
-            keep_d <= 1'b0;
+            push_pend <= 1'b0;
             qw <= {(QAW+1){1'b0}};
             qr <= {(QAW+1){1'b0}};
+            q_used <= {(QAW+1){1'b0}};
         end else begin
-            if (q_pop && q_valid) qr <= qr + 1'b1;
-            keep <= 1'b0;
-            keep_d <= keep;
+            if (q_take) qr <= qr + 1'b1;
+            if (q_push && !q_take) q_used <= q_used + 1'b1;
+            else if (!q_push && q_take) q_used <= q_used - 1'b1;
             if (r_valid) begin
                 if (full && !r_last) ovf <= 1'b1;
                 if (!r_last) begin
@@ -133,12 +134,13 @@ module wccp_rxq #(
                         ev_drop <= 4'b1000;
                     end else begin
                         wp <= wp + 1'b1;
-                        keep <= 1'b1;
+                        push_pend <= 1'b1;
                     end
                 end
             end
-            if (keep_d) begin
-                // p_done is high in this cycle: push the bundle
+            if (q_push) begin
+                // the parse bundle of the kept frame is final: push it
+                push_pend <= 1'b0;
                 q[qw[QAW-1:0]] <= {fstart, p_flen, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_ok, p_proto,
                                    p_sip, p_dip, p_tcpudp, p_totlen, p_ihl, p_l4w0, p_l4b4,
                                    p_len4, p_len8};

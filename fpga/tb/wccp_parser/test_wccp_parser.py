@@ -96,10 +96,11 @@ async def test_fields(dut):
             await RisingEdge(dut.clk)
         dut.s_valid.value = 0
         dut.s_last.value = 0
-        # results in the second cycle after the last byte (one idle cycle between frames)
-        await ReadOnly()
-        assert int(dut.done.value) == 0
-        await RisingEdge(dut.clk)
+        # results in the third cycle after the last byte (two idle cycles between frames)
+        for _ in range(2):
+            await ReadOnly()
+            assert int(dut.done.value) == 0
+            await RisingEdge(dut.clk)
         await ReadOnly()
         assert int(dut.done.value) == 1
         e = expect(f)
