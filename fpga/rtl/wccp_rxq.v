@@ -77,10 +77,10 @@ module wccp_rxq #(
     reg [BUF_AW-1:0] wp, fstart;
     reg              ovf;          // this frame did not fit
     reg              push_pend;    // frame complete and good: push its bundle at p_done
-    // occupancy registered (timing); one cycle stale, so keep a 4-byte margin
-    reg  [BUF_AW-1:0] used;
-    always @(posedge clk) used <= wp - rel_ptr;
-    wire             full = (used >= {{(BUF_AW-2){1'b1}}, 2'b00});
+    // occupancy check registered (timing); one cycle stale, so keep a 4-byte margin
+    wire [BUF_AW-1:0] used = wp - rel_ptr;
+    reg              full;
+    always @(posedge clk) full <= (used >= {{(BUF_AW-2){1'b1}}, 2'b00});
 
     always @(posedge clk) begin
         buf_rdata <= mem[buf_raddr];
@@ -93,10 +93,11 @@ module wccp_rxq #(
     reg [BW-1:0] q [0:(1 << QAW) - 1];
     reg [QAW:0]  qw, qr;
     reg [QAW:0]  q_used;          // qw - qr, kept as a register (q_full without a subtractor)
+    reg          q_nempty;        // q_used != 0
     wire         q_full = q_used[QAW];
     wire         q_push = p_done && push_pend;
-    wire         q_take = q_pop && q_valid;
-    assign q_valid = (qw != qr);
+    wire         q_take = q_pop && q_nempty;
+    assign q_valid = q_nempty;
     wire         q_tcpudp;
     assign {q_start, q_flen, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_ok, q_proto, q_sip,
             q_dip, q_tcpudp, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
@@ -114,7 +115,9 @@ module wccp_rxq #(
             qw <= {(QAW+1){1'b0}};
             qr <= {(QAW+1){1'b0}};
             q_used <= {(QAW+1){1'b0}};
+            q_nempty <= 1'b0;
         end else begin
+            q_nempty <= q_push || (q_used > 1) || (q_used[0] && !q_take);
             if (q_take) qr <= qr + 1'b1;
             if (q_push && !q_take) q_used <= q_used + 1'b1;
             else if (!q_push && q_take) q_used <= q_used - 1'b1;
