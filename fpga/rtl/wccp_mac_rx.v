@@ -92,9 +92,10 @@ module wccp_mac_rx #(
                     dly <= {dly[31:0], gmii_rxd};
                     crc <= crc32_byte({crc[31:8], crc_t}, 8'd0);
                     if (cnt != 12'hFFF) cnt <= cnt + 12'd1;
-                    // length flags of the incremented count (saturation keeps both)
-                    lt_min <= (cnt < MIN_LEN - 1);
-                    gt_max <= (cnt >= MAX_LEN);
+                    // length flags of the incremented count (it grows by one from 0 and
+                    // saturates, so an equality is enough; no comparator chains)
+                    if (cnt == MIN_LEN - 1) lt_min <= 1'b0;
+                    if (cnt == MAX_LEN) gt_max <= 1'b1;
                     if (gmii_rx_er) err <= 1'b1;
                     if (full5) begin
                         // dly[39:32] is a payload byte, followed by >= 4 more bytes

@@ -78,9 +78,11 @@ module wccp_rxq #(
     reg              ovf;          // this frame did not fit
     reg              push_pend;    // frame complete and good: push its bundle at p_done
     // occupancy check registered (timing); one cycle stale, so keep a 4-byte margin
-    wire [BUF_AW-1:0] used = wp - rel_ptr;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [BUF_AW-1:0] used = wp - rel_ptr;   // only the bits above the 4-byte margin matter
+    /* verilator lint_on UNUSEDSIGNAL */
     reg              full;
-    always @(posedge clk) full <= (used >= {{(BUF_AW-2){1'b1}}, 2'b00});
+    always @(posedge clk) full <= &used[BUF_AW-1:2];    // used >= size - 4
 
     always @(posedge clk) begin
         buf_rdata <= mem[buf_raddr];
@@ -98,6 +100,22 @@ module wccp_rxq #(
     wire         q_push = p_done && push_pend;
     wire         q_take = q_pop && q_nempty;
     assign q_valid = q_nempty;
+    // q_used +1 (push only) / -1 (take only) without an adder: bit k toggles when the bits
+    // below it are all ones (up) / all zeros (down)
+    wire         q_up = q_push && !q_take;
+    wire         q_dn = q_take && !q_push;
+    reg [QAW:0]  q_tog;
+    reg          q_all1, q_all0;
+    integer      j;
+    always @* begin
+        q_all1 = 1'b1;
+        q_all0 = 1'b1;
+        for (j = 0; j <= QAW; j = j + 1) begin
+            q_tog[j] = (q_up && q_all1) || (q_dn && q_all0);
+            q_all1 = q_all1 && q_used[j];
+            q_all0 = q_all0 && !q_used[j];
+        end
+    end
     wire         q_tcpudp;
     assign {q_start, q_flen, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_ok, q_proto, q_sip,
             q_dip, q_tcpudp, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
@@ -119,8 +137,7 @@ module wccp_rxq #(
         end else begin
             q_nempty <= q_push || (q_used > 1) || (q_used[0] && !q_take);
             if (q_take) qr <= qr + 1'b1;
-            if (q_push && !q_take) q_used <= q_used + 1'b1;
-            else if (!q_push && q_take) q_used <= q_used - 1'b1;
+            q_used <= q_used ^ q_tog;
             if (r_valid) begin
                 if (full && !r_last) ovf <= 1'b1;
                 if (!r_last) begin
