@@ -311,6 +311,43 @@ module wccp_decide #(
     wire [31:0] rh = {6'd0, alt_used, r_dyn, r_svcid,
                       (alt_used ? ab : 8'd0), (is_hash ? pb : 8'd0)};
 
+
+    // classification and GRE checks: registered every cycle from the latched bundle and the
+    // live configuration (both stable while a frame is decided), three stages deep; the
+    // state machine only waits for them (S_C1..S_C3)
+    integer cs, cj;
+    always @(posedge clk) begin
+        for (cs = 0; cs < 8; cs = cs + 1) begin
+            for (cj = 0; cj < 8; cj = cj + 1)
+                c_peq[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 16] ==
+                                   (grp_flags[cs*32 + 5] ? f_sport : f_dport));
+            c_pz[cs] <= ((grp_flags[cs*32 + 5] ? f_sport : f_dport) == 16'd0);
+            c_protok[cs] <= grp_ctrl[cs*32] && (grp_svc[cs*32+24 +: 8] == 8'd0 ||
+                                              grp_svc[cs*32+24 +: 8] == f_proto);
+            c_needp[cs] <= (grp_svc[cs*32+24 +: 8] == 8'd6 || grp_svc[cs*32+24 +: 8] == 8'd17) &&
+                          grp_flags[cs*32 + 4];
+        end
+        g_hlen4 <= hlen + 16'd4;
+        g_prel <= hlen + (nib4 ? 16'd4 : 16'd8);
+        g_il <= nib4 ? f_len4 : f_len8;
+        g_pre <= f_ip_ok && f_proto == 8'd47 && f_dip == router_id && f_l4w0 == 32'h0000883E;
+        gre_tl_r <= f_totlen + 16'd28;
+        l2_copy <= f_flen - 11'd12;
+        r_decmac <= (nh_mac != 48'd0) ? nh_mac : f_dst;
+        for (cs = 0; cs < 8; cs = cs + 1)
+            smatch_r[cs] <= c_protok[cs] && (!c_needp[cs] || (!c_pz[cs] && (|c_peq[cs*8 +: 8])));
+        g_prel4 <= g_prel + 16'd4;
+        g_prelil <= g_prel + g_il;
+        r_toobig <= (gre_tl_r > mtu);
+        r_dec_off <= l2len + g_prel[10:0];
+        r_il <= g_il[10:0];
+        msl <= first_slot;
+        mfound <= any_slot;
+        g_ret_hit <= g_pre && (g_hlen4 <= f_totlen);
+        g_ret_bad <= (g_hlen4 >= f_totlen) || (g_prel4 > f_totlen) || (g_il < 16'd20) ||
+                     (g_prelil > f_totlen);
+    end
+
     task set_normal;
         begin
             act_drop <= 1'b0;
@@ -390,26 +427,9 @@ module wccp_decide #(
                 end
             end
             state[S_C1]: begin
-                for (s = 0; s < 8; s = s + 1) begin
-                    for (j = 0; j < 8; j = j + 1)
-                        c_peq[s*8 + j] <= (grp_ports[s*128 + (7-j)*16 +: 16] ==
-                                           (grp_flags[s*32 + 5] ? f_sport : f_dport));
-                    c_pz[s] <= ((grp_flags[s*32 + 5] ? f_sport : f_dport) == 16'd0);
-                    c_protok[s] <= grp_ctrl[s*32] && (grp_svc[s*32+24 +: 8] == 8'd0 ||
-                                                      grp_svc[s*32+24 +: 8] == f_proto);
-                    c_needp[s] <= (grp_svc[s*32+24 +: 8] == 8'd6 || grp_svc[s*32+24 +: 8] == 8'd17) &&
-                                  grp_flags[s*32 + 4];
-                end
-                g_hlen4 <= hlen + 16'd4;
-                g_prel <= hlen + (nib4 ? 16'd4 : 16'd8);
-                g_il <= nib4 ? f_len4 : f_len8;
-                g_pre <= f_ip_ok && f_proto == 8'd47 && f_dip == router_id && f_l4w0 == 32'h0000883E;
-                gre_tl_r <= f_totlen + 16'd28;
                 act_start <= f_start;
                 act_flen <= f_flen;
                 ev_bytes <= {1'b0, f_flen} + 12'd4;
-                l2_copy <= f_flen - 11'd12;
-                r_decmac <= (nh_mac != 48'd0) ? nh_mac : f_dst;
                 ipm <= 8'd0;
                 macm <= 8'd0;
                 iss_slot <= 3'd0;
@@ -427,23 +447,11 @@ module wccp_decide #(
                 state <= oh(S_C2);
             end
             state[S_C2]: begin
-                for (s = 0; s < 8; s = s + 1)
-                    smatch_r[s] <= c_protok[s] && (!c_needp[s] || (!c_pz[s] && (|c_peq[s*8 +: 8])));
-                g_prel4 <= g_prel + 16'd4;
-                g_prelil <= g_prel + g_il;
-                r_toobig <= (gre_tl_r > mtu);
-                r_dec_off <= l2len + g_prel[10:0];
-                r_il <= g_il[10:0];
                 // the scan starts now for valid IPv4 (learning happens also while disabled)
                 iss_on <= f_ip_ok;
                 state <= oh(S_C3);
             end
             state[S_C3]: begin
-                msl <= first_slot;
-                mfound <= any_slot;
-                g_ret_hit <= g_pre && (g_hlen4 <= f_totlen);
-                g_ret_bad <= (g_hlen4 >= f_totlen) || (g_prel4 > f_totlen) || (g_il < 16'd20) ||
-                             (g_prelil > f_totlen);
                 state <= oh(S_SCAN);
             end
             state[S_SCAN]: begin

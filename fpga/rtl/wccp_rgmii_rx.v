@@ -56,17 +56,20 @@ module wccp_rgmii_rx (
         wbin[4] = wg2[4];
         for (k = 3; k >= 0; k = k - 1) wbin[k] = wbin[k + 1] ^ wg2[k];
     end
-    wire [4:0] level = wbin - rp;
+    // the decoded write pointer is registered once more (timing): one more cycle of latency
+    reg  [4:0] wbin_r;
+    wire [4:0] level = wbin_r - rp;
     wire [9:0] head = mem[rp[3:0]];
     always @(posedge clk) begin
         wg1 <= wp_gray;
         wg2 <= wg1;
+        wbin_r <= wbin;
         gmii_rx_dv <= 1'b0;
         gmii_rx_er <= 1'b0;
         if (rst) begin
             // the write side (RX clock) is not reset: empty the FIFO by catching up with
             // the synchronised write pointer (held while rst is asserted)
-            rp <= wbin;
+            rp <= wbin_r;
             in_frame <= 1'b0;
         end else if (level != 5'd0 && (in_frame || level >= 5'd4 || head[9])) begin
             rp <= rp + 5'd1;

@@ -26,7 +26,7 @@ CCU_IN = 0.5       # CCU2C A/B/C/D -> COUT / S
 CCU_CARRY = 0.06   # CIN -> COUT (carry nets are dedicated: no NET added)
 CCU_SUM = 0.3      # CIN -> S
 RAM_CQ = 1.2       # DP16KD with output register (else 4.0)
-RAM_CQ_NOREG = 4.0
+RAM_CQ_NOREG = 5.6      # nextpnr: DP16KD CLK->DO without output register (yosys never uses OUTREG)
 DPR_RD = 0.5       # TRELLIS_DPR16X4 RAD -> DO
 RAM_SU = 0.3
 
