@@ -1,6 +1,7 @@
 // Double-banked table RAM (maps to ECP5 DP16KD): the datapath reads the live bank, the
 // register interface writes the shadow bank. After a commit flips `live`, copy_start
-// copies the new live bank into the new shadow bank (2 cycles per word) so that later
+// copies the new live bank into the new shadow bank (3 cycles per word: read, register,
+// write — the block RAM's output only ever feeds flip-flops, for timing) so that later
 // partial updates start from the live contents.
 `timescale 1ns / 1ps
 `default_nettype none
@@ -21,12 +22,12 @@ module wccp_bank_ram #(
 );
     reg [DW-1:0] mem [0:(1 << (AW + 1)) - 1];
     reg [AW-1:0] cidx;
-    reg          cphase;
-    reg [DW-1:0] b_rdata;
+    reg  [1:0]   cphase;          // 0 read the live word, 1 register it, 2 write it
+    reg [DW-1:0] b_rdata, b_rdata_q;
 
-    wire          b_we   = copy_busy ? cphase : wr_en;
-    wire [AW:0]   b_addr = copy_busy ? {cphase ? ~live : live, cidx} : {~live, wr_addr};
-    wire [DW-1:0] b_wdata = copy_busy ? b_rdata : wr_data;
+    wire          b_we   = copy_busy ? (cphase == 2'd2) : wr_en;
+    wire [AW:0]   b_addr = copy_busy ? {(cphase == 2'd2) ? ~live : live, cidx} : {~live, wr_addr};
+    wire [DW-1:0] b_wdata = copy_busy ? b_rdata_q : wr_data;
 
     integer i;
     initial begin
@@ -43,20 +44,21 @@ module wccp_bank_ram #(
     always @(posedge clk) begin
         if (b_we) mem[b_addr] <= b_wdata;
         b_rdata <= mem[b_addr];
+        b_rdata_q <= b_rdata;
     end
 
     always @(posedge clk) begin
         if (rst) begin
             copy_busy <= 1'b0;
             cidx <= {AW{1'b0}};
-            cphase <= 1'b0;
+            cphase <= 2'd0;
         end else if (copy_start) begin
             copy_busy <= 1'b1;
             cidx <= {AW{1'b0}};
-            cphase <= 1'b0;
+            cphase <= 2'd0;
         end else if (copy_busy) begin
-            cphase <= ~cphase;
-            if (cphase) begin
+            cphase <= (cphase == 2'd2) ? 2'd0 : cphase + 2'd1;
+            if (cphase == 2'd2) begin
                 cidx <= cidx + 1'b1;
                 if (&cidx) copy_busy <= 1'b0;
             end

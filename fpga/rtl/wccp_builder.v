@@ -158,8 +158,9 @@ module wccp_builder #(
     reg [2:0]  s1_g;
     reg [47:0] s1_grp;
     // stage 2: the byte that goes into the FIFO
-    reg        s2_v, s2_last;
-    reg [7:0]  s2_data;
+    reg        s2_v, s2_last, s2_hdr;
+    reg [7:0]  s2_hb, s2_buf;      // both candidates registered (the buffer's block-RAM output
+                                   // goes straight into a flip-flop), chosen at the FIFO write
     // m_ready may come from a registered request (wccp_mac_tx through fpga_core): it can stay
     // high for two cycles after the last byte of a frame was popped. Nothing is popped then:
     // the next frame's first byte reaches the FIFO no earlier than 4 cycles after that pop
@@ -190,7 +191,7 @@ module wccp_builder #(
         end else begin
             // stage 2: write into FIFO
             if (s2_v) begin
-                fifo[wp] <= {s2_last, s2_data};
+                fifo[wp] <= {s2_last, s2_hdr ? s2_hb : s2_buf};
                 wp <= wp + 3'd1;
             end
             cnt <= cnt + {3'd0, s2_v} - {3'd0, pop};
@@ -205,7 +206,9 @@ module wccp_builder #(
             // stage 1 -> 2
             s2_v <= s1_v;
             s2_last <= s1_last;
-            s2_data <= s1_hdr ? s1_grp[s1_g*8 +: 8] : buf_rdata;
+            s2_hdr <= s1_hdr;
+            s2_hb <= s1_grp[s1_g*8 +: 8];
+            s2_buf <= buf_rdata;
             // stage 0: issue
             s1_v <= 1'b0;
             if (can_issue) begin

@@ -279,16 +279,19 @@ module wccp_decide #(
     reg [7:0]  t1_a, t2_a, t3_a, t4_a;
     reg [SNW-1:0] t0_s, t1_s, t2_s, t3_s;
     // comparisons of the table words read for t2 (registered twice: t3 halves, t4 result)
-    reg        ip_hi, ip_lo, mac_hi, mac_lo, mac_ok;
+    reg        ip_hi, ip_lo, mac_ok;
+    reg  [3:0] mac_q;
     reg        sc_ipeq, sc_maceq;
     always @(posedge clk) begin
         ip_hi  <= (ca_rdata[31:16] == f_sip[31:16]);
         ip_lo  <= (ca_rdata[15:0] == f_sip[15:0]);
-        mac_hi <= (ln_rdata[47:24] == f_src[47:24]);
-        mac_lo <= (ln_rdata[23:0] == f_src[23:0]);
+        mac_q[3] <= (ln_rdata[47:36] == f_src[47:36]);
+        mac_q[2] <= (ln_rdata[35:24] == f_src[35:24]);
+        mac_q[1] <= (ln_rdata[23:12] == f_src[23:12]);
+        mac_q[0] <= (ln_rdata[11:0] == f_src[11:0]);
         mac_ok <= (cm_rdata[3:2] == 2'd2) && ln_rdata[52];
         sc_ipeq  <= ip_hi && ip_lo;
-        sc_maceq <= mac_hi && mac_lo && mac_ok;
+        sc_maceq <= (&mac_q) && mac_ok;
     end
     wire scan_busy = iss_on || t0_v || t1_v || t2_v || t3_v;
     reg [7:0] ipm, macm;

@@ -1,5 +1,8 @@
-// Simple dual-port RAM: one write port, one read port with two register stages
-// (ECP5 DP16KD with output register): data 2 cycles after the address.
+// Simple dual-port RAM: one write port, one read port, data 2 cycles after the address
+// (ECP5 DP16KD, then a fabric register: the block RAM's output goes straight into a
+// flip-flop, for timing). A read of the address written in the same cycle returns the
+// written data (the RAM itself is left without collision logic; the collision is detected
+// with the address and resolved after the register).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_ram #(
@@ -11,18 +14,25 @@ module wccp_ram #(
     input  wire [AW-1:0] wr_addr,
     input  wire [DW-1:0] wr_data,
     input  wire [AW-1:0] rd_addr,
-    output reg  [DW-1:0] rd_data
+    output wire [DW-1:0] rd_data
 );
+    (* no_rw_check *)
     reg [DW-1:0] mem [0:(1 << AW) - 1];
     integer i;
     initial begin
         for (i = 0; i < (1 << AW); i = i + 1) mem[i] = {DW{1'b0}};
     end
-    reg [DW-1:0] rd_q;
+    reg [DW-1:0] rd_q, rd_q2, wd1, wd2;
+    reg          coll1, coll2;
     always @(posedge clk) begin
         if (wr_en) mem[wr_addr] <= wr_data;
         rd_q <= mem[rd_addr];
-        rd_data <= rd_q;
+        rd_q2 <= rd_q;
+        coll1 <= wr_en && (wr_addr == rd_addr);
+        coll2 <= coll1;
+        wd1 <= wr_data;
+        wd2 <= wd1;
     end
+    assign rd_data = coll2 ? wd2 : rd_q2;
 endmodule
 `default_nettype wire

@@ -19,7 +19,7 @@
 //           bit and one for the slot, one every 3 cycles (a decision is >= 9 cycles and
 //           raises at most three events: learn, slot, cause; the FIFO absorbs the rest)
 // After reset the RAM is cleared (64 cycles) while the sources collect events.
-// Host reads: rd/rd_word/rd_hi; rdata/rvalid three cycles later (four when the read met a
+// Host reads: rd/rd_word/rd_hi; rdata/rvalid four cycles later (five when the read met a
 // write of the same word), 0 until the RAM is cleared. One read at a time (wait for rvalid).
 `timescale 1ns / 1ps
 `default_nettype none
@@ -263,17 +263,20 @@ module wccp_stats (
     // ---------------- host read port ----------------
     // The address is registered; a read that meets the write of the same word in the same
     // cycle (undefined data) is repeated in the next cycle (the next write is to another word).
-    // rdata/rvalid three (four after a collision) cycles after rd; 0 until the RAM is cleared.
+    // rdata/rvalid four (five after a collision) cycles after rd; 0 until the RAM is cleared.
     reg        hr_v, hr_hi, h_ok;
     reg [5:0]  hr_w;
-    reg [63:0] hq;
+    reg [63:0] hq, hq2;            // hq: the RAM's own read register; hq2 a fabric register
+    reg        h_ok2;
     wire       h_col = v2 && (a2 == hr_w);
     always @(posedge clk) begin
         if (!run) hq <= 64'd0;
         else hq <= mem[hr_w];
         h_ok <= hr_v && !h_col && !rst;
-        rvalid <= h_ok && !rst;
-        rdata <= hr_hi ? hq[63:32] : hq[31:0];
+        hq2 <= hq;
+        h_ok2 <= h_ok && !rst;
+        rvalid <= h_ok2 && !rst;
+        rdata <= hr_hi ? hq2[63:32] : hq2[31:0];
         if (rst) begin
             hr_v <= 1'b0;
         end else if (rd) begin

@@ -72,9 +72,9 @@ class TB:
             if int(d.rvalid.value):
                 assert pend, "rvalid without a read"
                 _, w, hi, t_rd = pend.pop(0)
-                # three cycles, four when the read met the write of the same word
-                assert self.cyc - t_rd in (3, 4), self.cyc - t_rd
-                self.late = getattr(self, "late", 0) + (self.cyc - t_rd == 4)
+                # four cycles, five when the read met the write of the same word
+                assert self.cyc - t_rd in (4, 5), self.cyc - t_rd
+                self.late = getattr(self, "late", 0) + (self.cyc - t_rd == 5)
                 v = int(d.rdata.value)
                 # value at read time, at most one sweep (+ pipeline) old
                 ok = [h[2 if hi else 1] & 0xFFFFFFFF for h in self.hist[w]
@@ -83,7 +83,7 @@ class TB:
                 assert v in ok, (w, hi, v, ok[-3:])
                 nreads += 1
             else:
-                assert not pend or self.cyc - pend[0][3] < 4, "no rvalid 4 cycles after rd"
+                assert not pend or self.cyc - pend[0][3] < 6, "no rvalid 5 cycles after rd"
             await Timer(1, "ns")
             c = self.cyc
             rx = tx = slot = 0
@@ -168,7 +168,7 @@ class TB:
         await RisingEdge(d.clk)
         await Timer(1, "ns")
         d.rd.value = 0
-        for _ in range(3):
+        for _ in range(4):
             await RisingEdge(d.clk)
             await ReadOnly()
             if int(d.rvalid.value):
