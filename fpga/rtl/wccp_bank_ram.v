@@ -34,11 +34,13 @@ module wccp_bank_ram #(
         for (i = 0; i < (1 << (AW + 1)); i = i + 1) mem[i] = {DW{1'b0}};
     end
 
-    // two-stage read (RAM output register): data 2 cycles after the address
-    reg [DW-1:0] rd_q;
+    // three-stage read: the RAM's own register, then two fabric registers (the first sits next
+    // to the block RAM, whose clock-to-out is long): data 3 cycles after the address
+    reg [DW-1:0] rd_q, rd_q2;
     always @(posedge clk) begin
         rd_q <= mem[{live, rd_addr}];
-        rd_data <= rd_q;
+        rd_q2 <= rd_q;
+        rd_data <= rd_q2;
     end
 
     always @(posedge clk) begin

@@ -159,14 +159,17 @@ module wccp_builder #(
     reg [47:0] s1_grp;
     // stage 2: the byte that goes into the FIFO
     reg        s2_v, s2_last, s2_hdr;
-    reg [7:0]  s2_hb, s2_buf;      // both candidates registered (the buffer's block-RAM output
-                                   // goes straight into a flip-flop), chosen at the FIFO write
+    reg [7:0]  s2_hb, s2_buf;      // s2_buf: the buffer's block-RAM output straight into a
+                                   // flip-flop (placed next to the RAM: long clock-to-out)
+    // stage 3: both candidates registered again, chosen at the FIFO write
+    reg        s3_v, s3_last, s3_hdr;
+    reg [7:0]  s3_hb, s3_buf;
     // m_ready may come from a registered request (wccp_mac_tx through fpga_core): it can stay
     // high for two cycles after the last byte of a frame was popped. Nothing is popped then:
-    // the next frame's first byte reaches the FIFO no earlier than 4 cycles after that pop
-    // (accept, issue, stage 1, stage 2).
+    // the next frame's first byte reaches the FIFO no earlier than 6 cycles after that pop
+    // (accept, apply, issue, stages 1 to 3).
     wire pop  = m_valid && m_ready;
-    // occ = cnt + s1_v + s2_v, kept as its own counter (timing)
+    // occ = cnt + s1_v + s2_v + s3_v, kept as its own counter (timing)
     reg  [3:0] occ;
     wire can_issue = run && (occ < DEPTH - 1);
     // accepted action, applied in the next cycle (ld)
@@ -185,16 +188,21 @@ module wccp_builder #(
         act_ready <= 1'b0;
         if (rst) begin
             wp <= 3'd0; rp <= 3'd0; cnt <= 4'd0; occ <= 4'd0; ld <= 1'b0;
-            run <= 1'b0; s1_v <= 1'b0; s2_v <= 1'b0; req <= 2'b00;
+            run <= 1'b0; s1_v <= 1'b0; s2_v <= 1'b0; s3_v <= 1'b0; req <= 2'b00;
             rel_ptr <= {BUF_AW{1'b0}};
             k <= 12'd0; tlast <= 12'd0; in_hdr <= 1'b0;
         end else begin
             // stage 2: write into FIFO
-            if (s2_v) begin
-                fifo[wp] <= {s2_last, s2_hdr ? s2_hb : s2_buf};
+            if (s3_v) begin
+                fifo[wp] <= {s3_last, s3_hdr ? s3_hb : s3_buf};
                 wp <= wp + 3'd1;
             end
-            cnt <= cnt + {3'd0, s2_v} - {3'd0, pop};
+            cnt <= cnt + {3'd0, s3_v} - {3'd0, pop};
+            s3_v <= s2_v;
+            s3_last <= s2_last;
+            s3_hdr <= s2_hdr;
+            s3_hb <= s2_hb;
+            s3_buf <= s2_buf;
             occ <= occ + {3'd0, can_issue} - {3'd0, pop};
             if (pop) begin
                 rp <= rp + 3'd1;
@@ -231,7 +239,7 @@ module wccp_builder #(
             // accept a new action once the previous frame has been handed over completely;
             // the header fields are loaded now, the rest one cycle later from registers (timing)
             ld <= 1'b0;
-            if (!run && !ld && !act_ready && act_valid && req == 2'b00 && !s1_v && !s2_v && cnt == 4'd0) begin
+            if (!run && !ld && !act_ready && act_valid && req == 2'b00 && !s1_v && !s2_v && !s3_v && cnt == 4'd0) begin
                 act_ready <= 1'b1;
                 ld <= 1'b1;
                 a_skip <= act_drop || (act_copy_len == 11'd0 && act_hlen == 6'd0);

@@ -26,7 +26,7 @@ module wccp_cnt_ram #(
     // one operation at a time: a read never meets a write of the same cycle
     (* no_rw_check *)
     reg [DW-1:0] mem [0:(1 << AW) - 1];
-    reg [DW-1:0] q, q2;
+    reg [DW-1:0] q, q2, q3;
     reg [AW-1:0] raddr, waddr;
     reg          we;
     reg [DW-1:0] wdata;
@@ -59,9 +59,10 @@ module wccp_cnt_ram #(
     wire [AW-1:0] p0_idx = h0[AW+11:12];
     wire [AW-1:0] p1_idx = h1[AW+11:12];
 
-    // op: 0 issue (address registered), 1 RAM read, 2 RAM output, 3 result (host read data /
-    // increment computed; the write happens in the next cycle, before the next read)
-    reg [1:0]    op;
+    // op: 0 issue (address registered), 1 RAM read, 2 RAM output, 3 first fabric register
+    // (placed next to the block RAM: its output has a long clock-to-out), 4 result (host read
+    // data / increment computed; the write happens in the next cycle, before the next read)
+    reg [2:0]    op;
     reg          op_inc;
     reg [11:0]   op_b;
     reg          op_hi;
@@ -79,6 +80,7 @@ module wccp_cnt_ram #(
         else if (we) mem[waddr] <= wdata;
         q <= mem[raddr];
         q2 <= q;          // second read stage: data 2 cycles after the address
+        q3 <= q2;
     end
     always @(posedge clk) begin
         if (rst) begin
@@ -93,16 +95,16 @@ module wccp_cnt_ram #(
     wire [DW-1:0] inc;
     generate
         if (BYTES) begin : g_bytes
-            assign inc = {q2[DW-1:32] + {20'd0, op_b}, q2[31:0] + 32'd1};
+            assign inc = {q3[DW-1:32] + {20'd0, op_b}, q3[31:0] + 32'd1};
         end else begin : g_frames
-            assign inc = q2 + 1'b1;
+            assign inc = q3 + 1'b1;
             wire unused_b = &{1'b0, op_b, op_hi};
         end
     endgenerate
 
-    wire take_rd = (op == 2'd0) && !clearing && ph && !drain;
-    wire take0 = (op == 2'd0) && !clearing && !take_rd && h0v;
-    wire take1 = (op == 2'd0) && !clearing && !take_rd && !h0v && h1v;
+    wire take_rd = (op == 3'd0) && !clearing && ph && !drain;
+    wire take0 = (op == 3'd0) && !clearing && !take_rd && h0v;
+    wire take1 = (op == 3'd0) && !clearing && !take_rd && !h0v && h1v;
 
     always @(posedge clk) begin
         rvalid <= 1'b0;
@@ -111,7 +113,7 @@ module wccp_cnt_ram #(
             q0w <= {(QAW + 1){1'b0}}; q0r <= {(QAW + 1){1'b0}};
             q1w <= {(QAW + 1){1'b0}}; q1r <= {(QAW + 1){1'b0}};
             h0v <= 1'b0; h1v <= 1'b0;
-            ph <= 1'b0; op <= 2'd0; drain <= 1'b1;
+            ph <= 1'b0; op <= 3'd0; drain <= 1'b1;
         end else begin
             // after the clear the queued events go first (a read then sees them all)
             if (!clearing && !h0v && !h1v) drain <= 1'b0;
@@ -124,25 +126,26 @@ module wccp_cnt_ram #(
             if (take1) q1r <= q1r + 1'b1;
             if (rd) begin ph <= 1'b1; ph_idx <= rd_idx; ph_hi <= rd_hi; end
             case (op)
-            2'd0: begin
+            3'd0: begin
                 if (take_rd) begin
-                    op <= 2'd1; op_inc <= 1'b0; op_hi <= ph_hi; ph <= rd; raddr <= ph_idx;
+                    op <= 3'd1; op_inc <= 1'b0; op_hi <= ph_hi; ph <= rd; raddr <= ph_idx;
                 end else if (take0) begin
-                    op <= 2'd1; op_inc <= 1'b1; op_b <= h0[11:0]; raddr <= p0_idx; waddr <= p0_idx;
+                    op <= 3'd1; op_inc <= 1'b1; op_b <= h0[11:0]; raddr <= p0_idx; waddr <= p0_idx;
                 end else if (take1) begin
-                    op <= 2'd1; op_inc <= 1'b1; op_b <= h1[11:0]; raddr <= p1_idx; waddr <= p1_idx;
+                    op <= 3'd1; op_inc <= 1'b1; op_b <= h1[11:0]; raddr <= p1_idx; waddr <= p1_idx;
                 end
             end
-            2'd1: op <= 2'd2;
-            2'd2: op <= 2'd3;
+            3'd1: op <= 3'd2;
+            3'd2: op <= 3'd3;
+            3'd3: op <= 3'd4;
             default: begin
-                op <= 2'd0;
+                op <= 3'd0;
                 if (op_inc) begin
                     we <= 1'b1;
                     wdata <= inc;
                 end else begin
                     rvalid <= 1'b1;
-                    rdata <= (BYTES != 0 && op_hi) ? q2[DW-1:DW-32] : q2[31:0];
+                    rdata <= (BYTES != 0 && op_hi) ? q3[DW-1:DW-32] : q3[31:0];
                 end
             end
             endcase

@@ -98,7 +98,7 @@ module wccp_decide #(
     // ------------------------------------------------------------------------------------
     // Every state does little: compares are registered before they steer the state machine,
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
-    // entry per cycle (results 4 cycles later; a learn hit rewinds the issue state to the
+    // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 30 + (cache entries of all slots) cycles.
     // ------------------------------------------------------------------------------------
     localparam integer
@@ -138,8 +138,13 @@ module wccp_decide #(
         S_OUT = 35,
         S_B1L = 36,
         S_B2L = 37,
-        S_M2L = 38;
-    localparam integer NS = 39;
+        S_M2L = 38,
+        S_HW2 = 39,
+        S_AW3 = 40,
+        S_MA2B = 41,
+        S_MTW3 = 42,
+        S_CW3 = 43;
+    localparam integer NS = 44;
     // one-hot state (shallow next-state logic)
     reg [NS-1:0] state;
     assign busy = !state[S_IDLE];
@@ -275,9 +280,9 @@ module wccp_decide #(
     localparam SNW = 3 + 5 + 6 + 42 + 1;
     wire [SNW-1:0] iss_snap = {iss_slot, iss_idx, iss_rem, iss_nsh, iss_last};
     // in-flight entries: t0 = address register, results valid with t4
-    reg        t0_v, t1_v, t2_v, t3_v, t4_v;
-    reg [7:0]  t1_a, t2_a, t3_a, t4_a;
-    reg [SNW-1:0] t0_s, t1_s, t2_s, t3_s;
+    reg        t0_v, t1_v, t2_v, t3_v, t4_v, t5_v;
+    reg [7:0]  t1_a, t2_a, t3_a, t4_a, t5_a;
+    reg [SNW-1:0] t0_s, t1_s, t2_s, t3_s, t4_s;
     // comparisons of the table words read for t2 (registered twice: t3 halves, t4 result)
     reg        ip_hi, ip_lo, mac_ok;
     reg  [3:0] mac_q;
@@ -293,7 +298,7 @@ module wccp_decide #(
         sc_ipeq  <= ip_hi && ip_lo;
         sc_maceq <= (&mac_q) && mac_ok;
     end
-    wire scan_busy = iss_on || t0_v || t1_v || t2_v || t3_v;
+    wire scan_busy = iss_on || t0_v || t1_v || t2_v || t3_v || t4_v;
     reg [7:0] ipm, macm;
 
     reg [2:0] mset;
@@ -373,12 +378,12 @@ module wccp_decide #(
             act_valid <= 1'b0;
             lr_valid <= 1'b0;
             iss_on <= 1'b0;
-            t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0;
+            t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
         end else begin
             // ---- scan pipeline (runs while iss_on or entries are in flight) ----
-            t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v;
-            t1_a <= c_raddr; t2_a <= t1_a; t3_a <= t2_a; t4_a <= t3_a;
-            t1_s <= t0_s; t2_s <= t1_s; t3_s <= t2_s;
+            t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v; t5_v <= t4_v;
+            t1_a <= c_raddr; t2_a <= t1_a; t3_a <= t2_a; t4_a <= t3_a; t5_a <= t4_a;
+            t1_s <= t0_s; t2_s <= t1_s; t3_s <= t2_s; t4_s <= t3_s;
             t0_v <= 1'b0;
             if (iss_on) begin
                 t0_s <= iss_snap;
@@ -401,18 +406,18 @@ module wccp_decide #(
                 lr_valid <= 1'b0;
                 iss_on <= 1'b1;
             end
-            if (t4_v) begin
-                if (sc_maceq) macm[t4_a[7:5]] <= 1'b1;
+            if (t5_v) begin
+                if (sc_maceq) macm[t5_a[7:5]] <= 1'b1;
                 if (sc_ipeq) begin
                     // learn this entry: stop, drop what is in flight, resume after the hit
-                    ipm[t4_a[7:5]] <= 1'b1;
+                    ipm[t5_a[7:5]] <= 1'b1;
                     lr_valid <= 1'b1;
-                    lr_idx <= t4_a;
+                    lr_idx <= t5_a;
                     lr_mac <= f_src;
                     ev_cause[C_LEARN] <= 1'b1;
                     iss_on <= 1'b0;
-                    t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0;
-                    {iss_slot, iss_idx, iss_rem, iss_nsh, iss_last} <= t3_s;
+                    t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
+                    {iss_slot, iss_idx, iss_rem, iss_nsh, iss_last} <= t4_s;
                 end
             end
 
@@ -458,7 +463,7 @@ module wccp_decide #(
                 state <= oh(S_SCAN);
             end
             state[S_SCAN]: begin
-                if (!lr_valid && !scan_busy && !t4_v) state <= oh(S_PRE);
+                if (!lr_valid && !scan_busy && !t5_v) state <= oh(S_PRE);
             end
             state[S_PRE]: begin
                 m_ctrl <= 32'd0; m_svc <= 32'd0; m_flags <= 32'd0;
@@ -532,7 +537,8 @@ module wccp_decide #(
             end
             // hash: primary bucket word (address registered in S_DEC), data in S_B1
             state[S_H]: state <= oh(S_HW1);
-            state[S_HW1]: state <= oh(S_B1);
+            state[S_HW1]: state <= oh(S_HW2);
+            state[S_HW2]: state <= oh(S_B1);
             state[S_B1]: begin
                 ev_bucket <= 1'b1;
                 ev_bucket_idx <= pb;
@@ -553,7 +559,8 @@ module wccp_decide #(
                 end
             end
             state[S_AW1]: state <= oh(S_AW2);
-            state[S_AW2]: state <= oh(S_B2);
+            state[S_AW2]: state <= oh(S_AW3);
+            state[S_AW3]: state <= oh(S_B2);
             state[S_B2]: begin
                 state <= oh(S_B2L);
             end
@@ -575,7 +582,8 @@ module wccp_decide #(
                 mp_raddr <= {msl, mset[1:0], 1'b1};
                 state <= oh(S_MA2);
             end
-            state[S_MA2]: state <= oh(S_MA3);
+            state[S_MA2]: state <= oh(S_MA2B);
+            state[S_MA2B]: state <= oh(S_MA3);
             state[S_MA3]: begin
                 mw0 <= mp_rdata;
                 state <= oh(S_MA4);
@@ -610,7 +618,8 @@ module wccp_decide #(
                 state <= oh(S_MTW1);
             end
             state[S_MTW1]: state <= oh(S_MTW2);
-            state[S_MTW2]: state <= oh(S_M2);
+            state[S_MTW2]: state <= oh(S_MTW3);
+            state[S_MTW3]: state <= oh(S_M2);
             state[S_M2]: begin
                 m_more <= (mset + 3'd1 < r_nsets);
                 state <= oh(S_M2L);
@@ -637,7 +646,8 @@ module wccp_decide #(
                 end
             end
             state[S_CW1]: state <= oh(S_CW2);
-            state[S_CW2]: state <= oh(S_C);
+            state[S_CW2]: state <= oh(S_CW3);
+            state[S_CW3]: state <= oh(S_C);
             state[S_C]: begin
                 cache_ip <= ca_rdata;
                 if (!(ln_rdata[52] && ln_rdata[53])) begin

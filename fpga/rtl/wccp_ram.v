@@ -1,6 +1,6 @@
-// Simple dual-port RAM: one write port, one read port, data 2 cycles after the address
-// (ECP5 DP16KD, then a fabric register: the block RAM's output goes straight into a
-// flip-flop, for timing). A read of the address written in the same cycle returns the
+// Simple dual-port RAM: one write port, one read port, data 3 cycles after the address
+// (ECP5 DP16KD, then two fabric registers: the block RAM's output goes straight into a
+// flip-flop that can sit next to it, for timing). A read of the address written in the same cycle returns the
 // written data (the RAM itself is left without collision logic; the collision is detected
 // with the address and resolved after the register).
 `timescale 1ns / 1ps
@@ -22,17 +22,20 @@ module wccp_ram #(
     initial begin
         for (i = 0; i < (1 << AW); i = i + 1) mem[i] = {DW{1'b0}};
     end
-    reg [DW-1:0] rd_q, rd_q2, wd1, wd2;
-    reg          coll1, coll2;
+    reg [DW-1:0] rd_q, rd_q2, rd_q3, wd1, wd2, wd3;
+    reg          coll1, coll2, coll3;
     always @(posedge clk) begin
         if (wr_en) mem[wr_addr] <= wr_data;
         rd_q <= mem[rd_addr];
         rd_q2 <= rd_q;
+        rd_q3 <= rd_q2;
         coll1 <= wr_en && (wr_addr == rd_addr);
         coll2 <= coll1;
+        coll3 <= coll2;
         wd1 <= wr_data;
         wd2 <= wd1;
+        wd3 <= wd2;
     end
-    assign rd_data = coll2 ? wd2 : rd_q2;
+    assign rd_data = coll3 ? wd3 : rd_q3;
 endmodule
 `default_nettype wire

@@ -36,7 +36,7 @@ async def test_banks(dut):
 
     async def read(a):
         d.rd_addr.value = a
-        for _ in range(3):          # two read register stages
+        for _ in range(4):          # three read register stages
             await RisingEdge(d.clk)
         return int(d.rd_data.value)
 

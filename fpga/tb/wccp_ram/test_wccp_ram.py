@@ -1,4 +1,4 @@
-"""wccp_ram: simple dual-port RAM, read data exactly 2 cycles after the address, zero
+"""wccp_ram: simple dual-port RAM, read data exactly 3 cycles after the address, zero
 initialised, a read of the address written in the same cycle returns the new word, random traffic against a model."""
 import pathlib
 import random
@@ -36,8 +36,8 @@ async def test_random(dut):
     for cyc in range(2000):
         await RisingEdge(dut.clk)
         await ReadOnly()
-        if len(exp) >= 2:     # address set 2 edges ago
-            assert int(dut.rd_data.value) == exp[-2], (cyc, int(dut.rd_data.value), exp[-2])
+        if len(exp) >= 3:     # address set 3 edges ago
+            assert int(dut.rd_data.value) == exp[-3], (cyc, int(dut.rd_data.value), exp[-3])
         await Timer(1, "ns")
         ra = rng.randrange(1 << AW)
         dut.rd_addr.value = ra
