@@ -159,13 +159,15 @@ module wccp_regs #(
     // ---------------- watchdog timing ----------------
     // prescaler: one tick per microsecond (registered compare); wdt_left <= 1 is kept in two
     // registered halves: set with the value loaded, recomputed one cycle after a decrement
-    // (ticks are >= 2 cycles apart)
+    // (exact when ticks are >= 2 cycles apart)
     reg         tick, lz_hi, lz_lo, to_hi, to_lo, to_nz;
     always @(posedge clk) begin
         if (rst) begin
             tick <= 1'b0;
         end else begin
-            tick <= (prescale == 7'd1);
+            // CLK_PER_US = 1 (the digital twin's time scale): a tick every cycle; the watchdog
+            // then expires one tick late at most (the wdt_left <= 1 flags lag one cycle)
+            tick <= (CLK_PER_US <= 1) ? 1'b1 : (prescale == 7'd1);
         end
     end
 
