@@ -225,7 +225,7 @@ module wccp_decide #(
                        (m_flags[10] ? {16'd0, f_sport} : 32'd0) ^ (m_flags[11] ? {16'd0, f_dport} : 32'd0);
 
     // ---- decision outcome flags (registered in S_PRE2) ----
-    reg d_notip, d_inval, d_ret, d_retbad, d_nored, d_fromc, d_hash, d_mask;
+    reg d_notip, d_inval, d_ret, d_retbad, d_nored, d_hash, d_mask;
 
     // ---- mask index: the 96-bit key and 7 bit positions, two stages ----
     wire [95:0] key96 = {f_sip, f_dip, f_sport, f_dport};
@@ -254,15 +254,6 @@ module wccp_decide #(
         bit16 = v[i];
     endfunction
 
-    function [6:0] bsel_lo7;
-        input [31:0] w;
-        input [1:0] i;
-        reg [7:0] b;
-        begin
-            b = bsel(w, i);
-            bsel_lo7 = b[6:0];
-        end
-    endfunction
 
     // ---- cache-table scan pipeline ----
     function [5:0] nclamp;        // entries that take part in the scan: min(ncache, 32)
@@ -489,7 +480,6 @@ module wccp_decide #(
                 d_ret    <= f_ip_ok && g_ret_hit;
                 d_retbad <= g_ret_bad;
                 d_nored  <= !active || !mfound;
-                d_fromc  <= r_fromc;
                 d_hash   <= (m_ctrl[2:1] == 2'd1);
                 d_mask   <= (m_ctrl[2:1] == 2'd2) && (m_ctrl[10:8] != 3'd0);
                 state <= oh(S_DEC);
@@ -521,7 +511,7 @@ module wccp_decide #(
                 end else begin
                     ev_slot <= 1'b1;
                     ev_slot_idx <= msl;
-                    if (d_fromc) begin
+                    if (r_fromc) begin
                         ev_cause[C_FROMC] <= 1'b1;
                     end else if (d_hash) begin
                         is_hash <= 1'b1;
