@@ -42,7 +42,8 @@ def test_iverilog_compile():
 
 
 def test_verilator_lint_board_top():
-    """fpga.v (ECP5 primitives) linted with the behavioural stubs in fpga/lint/."""
-    r = _run([str(VERILATOR), "--lint-only", "-Wall", "-I" + str(RTL), "--top-module", "fpga"]
+    """fpga.v (ECP5 primitives) linted with the behavioural stubs in fpga/lint/, and with the
+    block RAMs built from DP16KD tiles as in synthesis (wccp_bram's ECP5 branch)."""
+    r = _run([str(VERILATOR), "--lint-only", "-Wall", "-DWCCP_ECP5_BRAM", "-I" + str(RTL), "--top-module", "fpga"]
              + [str(p) for p in sorted(RTL.glob("*.v"))] + [str(ROOT / "fpga" / "lint" / "ecp5_stubs.v")])
     assert r.returncode == 0, r.stdout + r.stderr

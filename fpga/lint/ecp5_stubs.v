@@ -35,6 +35,28 @@ module EHXPLLL #(
     assign CLKOP = CLKI;
     assign LOCK = 1'b1;
 endmodule
+
+// DP16KD: ports and the parameters wccp_bram sets (the simulation model is fpga/tb/ecp5_sim.v)
+module DP16KD #(
+    parameter DATA_WIDTH_A = 18, parameter DATA_WIDTH_B = 18,
+    parameter REGMODE_A = "NOREG", parameter REGMODE_B = "NOREG",
+    parameter RESETMODE = "SYNC", parameter ASYNC_RESET_RELEASE = "SYNC",
+    parameter CSDECODE_A = "0b000", parameter CSDECODE_B = "0b000",
+    parameter WRITEMODE_A = "NORMAL", parameter WRITEMODE_B = "NORMAL",
+    parameter GSR = "ENABLED"
+) (
+    input  wire DIA17, DIA16, DIA15, DIA14, DIA13, DIA12, DIA11, DIA10, DIA9, DIA8, DIA7, DIA6, DIA5, DIA4, DIA3, DIA2, DIA1, DIA0,
+    input  wire ADA13, ADA12, ADA11, ADA10, ADA9, ADA8, ADA7, ADA6, ADA5, ADA4, ADA3, ADA2, ADA1, ADA0,
+    input  wire CEA, OCEA, CLKA, WEA, RSTA, CSA2, CSA1, CSA0,
+    output wire DOA17, DOA16, DOA15, DOA14, DOA13, DOA12, DOA11, DOA10, DOA9, DOA8, DOA7, DOA6, DOA5, DOA4, DOA3, DOA2, DOA1, DOA0,
+    input  wire DIB17, DIB16, DIB15, DIB14, DIB13, DIB12, DIB11, DIB10, DIB9, DIB8, DIB7, DIB6, DIB5, DIB4, DIB3, DIB2, DIB1, DIB0,
+    input  wire ADB13, ADB12, ADB11, ADB10, ADB9, ADB8, ADB7, ADB6, ADB5, ADB4, ADB3, ADB2, ADB1, ADB0,
+    input  wire CEB, OCEB, CLKB, WEB, RSTB, CSB2, CSB1, CSB0,
+    output wire DOB17, DOB16, DOB15, DOB14, DOB13, DOB12, DOB11, DOB10, DOB9, DOB8, DOB7, DOB6, DOB5, DOB4, DOB3, DOB2, DOB1, DOB0
+);
+    assign {DOA17, DOA16, DOA15, DOA14, DOA13, DOA12, DOA11, DOA10, DOA9, DOA8, DOA7, DOA6, DOA5, DOA4, DOA3, DOA2, DOA1, DOA0} = 18'd0;
+    assign {DOB17, DOB16, DOB15, DOB14, DOB13, DOB12, DOB11, DOB10, DOB9, DOB8, DOB7, DOB6, DOB5, DOB4, DOB3, DOB2, DOB1, DOB0} = 18'd0;
+endmodule
 /* verilator lint_on MULTIDRIVEN */
 /* verilator lint_on UNUSEDPARAM */
 /* verilator lint_on UNUSEDSIGNAL */

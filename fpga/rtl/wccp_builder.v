@@ -159,8 +159,8 @@ module wccp_builder #(
     reg [47:0] s1_grp;
     // stage 2: the byte that goes into the FIFO
     reg        s2_v, s2_last, s2_hdr;
-    reg [7:0]  s2_hb, s2_buf;      // s2_buf: the buffer's block-RAM output straight into a
-                                   // flip-flop (placed next to the RAM: long clock-to-out)
+    reg [7:0]  s2_hb;              // (the buffer's byte for stage 2 is in the block RAM's
+                                   // output register: buf_rdata, 2 cycles after buf_raddr)
     // stage 3: both candidates registered again, chosen at the FIFO write
     reg        s3_v, s3_last, s3_hdr;
     reg [7:0]  s3_hb, s3_buf;
@@ -202,7 +202,7 @@ module wccp_builder #(
             s3_last <= s2_last;
             s3_hdr <= s2_hdr;
             s3_hb <= s2_hb;
-            s3_buf <= s2_buf;
+            s3_buf <= buf_rdata;
             occ <= occ + {3'd0, can_issue} - {3'd0, pop};
             if (pop) begin
                 rp <= rp + 3'd1;
@@ -216,7 +216,6 @@ module wccp_builder #(
             s2_last <= s1_last;
             s2_hdr <= s1_hdr;
             s2_hb <= s1_grp[s1_g*8 +: 8];
-            s2_buf <= buf_rdata;
             // stage 0: issue
             s1_v <= 1'b0;
             if (can_issue) begin

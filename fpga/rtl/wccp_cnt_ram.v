@@ -23,10 +23,8 @@ module wccp_cnt_ram #(
     output reg           rvalid
 );
     localparam DW = BYTES ? 64 : 32;
-    // one operation at a time: a read never meets a write of the same cycle
-    (* no_rw_check *)
-    reg [DW-1:0] mem [0:(1 << AW) - 1];
-    reg [DW-1:0] q, q2, q3;
+    wire [DW-1:0] q2;
+    reg  [DW-1:0] q3;
     reg [AW-1:0] raddr, waddr;
     reg          we;
     reg [DW-1:0] wdata;
@@ -59,29 +57,28 @@ module wccp_cnt_ram #(
     wire [AW-1:0] p0_idx = h0[AW+11:12];
     wire [AW-1:0] p1_idx = h1[AW+11:12];
 
-    // op: 0 issue (address registered), 1 RAM read, 2 RAM output, 3 first fabric register
-    // (placed next to the block RAM: its output has a long clock-to-out), 4 result (host read
+    // op: 0 issue (address registered), 1 RAM read, 2 RAM output register, 3 fabric
+    // register, 4 result (host read
     // data / increment computed; the write happens in the next cycle, before the next read)
     reg [2:0]    op;
     reg          op_inc;
     reg [11:0]   op_b;
     reg          op_hi;
 
-    integer i;
-    initial begin
-        for (i = 0; i < (1 << AW); i = i + 1) mem[i] = {DW{1'b0}};
-    end
-
     // after reset: clear every word (one per cycle) before counting
     reg          clearing;
     reg [AW-1:0] cidx;
-    always @(posedge clk) begin
-        if (clearing) mem[cidx] <= {DW{1'b0}};
-        else if (we) mem[waddr] <= wdata;
-        q <= mem[raddr];
-        q2 <= q;          // second read stage: data 2 cycles after the address
-        q3 <= q2;
-    end
+    // port A writes (the clear, then the increments), port B reads: data 2 cycles after the
+    // address. Port B's read of the word written in the same cycle is undefined, and never
+    // used: an operation's read (op 1) comes after the previous operation's write (op 0).
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [DW-1:0] a_unused;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wccp_bram #(.AW(AW), .DW(DW)) ram (
+        .clk(clk), .a_we(clearing || we), .a_addr(clearing ? cidx : waddr),
+        .a_wdata(clearing ? {DW{1'b0}} : wdata), .a_rdata(a_unused),
+        .b_addr(raddr), .b_rdata(q2));
+    always @(posedge clk) q3 <= q2;
     always @(posedge clk) begin
         if (rst) begin
             clearing <= 1'b1;

@@ -1,8 +1,8 @@
 // Simple dual-port RAM: one write port, one read port, data 3 cycles after the address
-// (ECP5 DP16KD, then two fabric registers: the block RAM's output goes straight into a
-// flip-flop that can sit next to it, for timing). A read of the address written in the same cycle returns the
-// written data (the RAM itself is left without collision logic; the collision is detected
-// with the address and resolved after the register).
+// (wccp_bram: the block RAM with its output register, then one fabric register). A read of
+// the address written in the same cycle returns the written data (the block RAM's own
+// result is undefined then; the collision is detected with the address and resolved after
+// the register).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_ram #(
@@ -16,18 +16,17 @@ module wccp_ram #(
     input  wire [AW-1:0] rd_addr,
     output wire [DW-1:0] rd_data
 );
-    (* no_rw_check *)
-    reg [DW-1:0] mem [0:(1 << AW) - 1];
-    integer i;
-    initial begin
-        for (i = 0; i < (1 << AW); i = i + 1) mem[i] = {DW{1'b0}};
-    end
-    reg [DW-1:0] rd_q, rd_q2, rd_q3, wd1, wd2, wd3;
+    // port B reads; port A only writes (its read data is unused)
+    wire [DW-1:0] rd_q2;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [DW-1:0] a_unused;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wccp_bram #(.AW(AW), .DW(DW)) ram (
+        .clk(clk), .a_we(wr_en), .a_addr(wr_addr), .a_wdata(wr_data), .a_rdata(a_unused),
+        .b_addr(rd_addr), .b_rdata(rd_q2));
+    reg [DW-1:0] rd_q3, wd1, wd2, wd3;
     reg          coll1, coll2, coll3;
     always @(posedge clk) begin
-        if (wr_en) mem[wr_addr] <= wr_data;
-        rd_q <= mem[rd_addr];
-        rd_q2 <= rd_q;
         rd_q3 <= rd_q2;
         coll1 <= wr_en && (wr_addr == rd_addr);
         coll2 <= coll1;

@@ -14,7 +14,7 @@ module wccp_rxq #(
     input  wire          gmii_rx_er,
     // buffer read side (builder)
     input  wire [BUF_AW-1:0] buf_raddr,
-    output reg  [7:0]    buf_rdata,
+    output wire [7:0]    buf_rdata,     // 2 cycles after buf_raddr
     input  wire [BUF_AW-1:0] rel_ptr,
     // bundle queue
     output wire          q_valid,
@@ -73,7 +73,6 @@ module wccp_rxq #(
     // ---- frame buffer ----
     // no read/write collision logic: the builder only reads committed frames, which never
     // include the write pointer (wp - rel_ptr stays below the buffer size)
-    (* no_rw_check *) reg [7:0] mem [0:(1 << BUF_AW) - 1];
     reg [BUF_AW-1:0] wp, fstart;
     reg              ovf;          // this frame did not fit
     reg              push_pend;    // frame complete and good: push its bundle at p_done
@@ -84,10 +83,12 @@ module wccp_rxq #(
     reg              full;
     always @(posedge clk) full <= &used[BUF_AW-1:2];    // used >= size - 4
 
-    always @(posedge clk) begin
-        buf_rdata <= mem[buf_raddr];
-        if (r_valid && !full && !ovf && !(r_last && !r_good)) mem[wp] <= r_data;
-    end
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [7:0] a_unused;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wccp_bram #(.AW(BUF_AW), .DW(8)) buffer (
+        .clk(clk), .a_we(r_valid && !full && !ovf && !(r_last && !r_good)), .a_addr(wp),
+        .a_wdata(r_data), .a_rdata(a_unused), .b_addr(buf_raddr), .b_rdata(buf_rdata));
 
     // ---- bundle queue ----
     // sport/dport are not stored: they are l4w0 when the frame is TCP/UDP (one flag bit)

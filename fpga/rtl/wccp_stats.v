@@ -226,16 +226,20 @@ module wccp_stats (
     reg [5:0]  r_f, f1, f2;
     reg        r_x;
     reg [12:0] r_b, b1, b2;
-    reg        r_v, v1, v2, r_z;
-    reg [63:0] q, q2;
+    reg        r_v, v1, v2, r_z, z1, z2;
     // read/write collisions are avoided by construction (see above and the host read port):
-    // no collision logic around the block RAM
-    (* no_rw_check *)
-    reg [63:0] mem [0:63];
-    integer i;
-    initial begin
-        for (i = 0; i < 64; i = i + 1) mem[i] = 64'd0;
-    end
+    // no collision logic around the block RAMs. Two copies of the counters, written alike:
+    // one read by the pipeline, one by the host (a block RAM has two ports).
+    wire [63:0] q2, hq2;          // read data (RAM output registers), 2 cycles after the address
+    // a word being cleared reads as 0 (z2)
+    wire [63:0] q2z = q2 & {64{~z2}};
+    wire [63:0] wsum = {q2z[63:32] + {19'd0, b2}, q2z[31:0] + {26'd0, f2}};
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [63:0] a_unused0, a_unused1;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wccp_bram #(.AW(6), .DW(64)) ram (
+        .clk(clk), .a_we(v2), .a_addr(a2), .a_wdata(wsum), .a_rdata(a_unused0),
+        .b_addr(r_a), .b_rdata(q2));
     // issue: AND-OR of the selected source (sel is one-hot or zero)
     wire [5:0]  m_a = o_a[5:0] | o_a[11:6];
     wire [5:0]  m_f = o_f[5:0] | o_f[11:6];
@@ -248,35 +252,29 @@ module wccp_stats (
         end else begin
             r_a <= m_a; r_f <= m_f; r_x <= m_x; r_b <= m_b; r_v <= |sel; r_z <= 1'b0;
         end
-        a1 <= r_a; f1 <= r_f + {5'd0, r_x}; b1 <= r_b; v1 <= r_v && !rst;
-        a2 <= a1; f2 <= f1; b2 <= b1; v2 <= v1 && !rst;
+        a1 <= r_a; f1 <= r_f + {5'd0, r_x}; b1 <= r_b; v1 <= r_v && !rst; z1 <= r_z;
+        a2 <= a1; f2 <= f1; b2 <= b1; v2 <= v1 && !rst; z2 <= z1;
     end
     // operation issued (r_a) in cycle t: RAM read at the end of t, output register at the end
     // of t+1, sum written at the end of t+2; the same source is next issued at t+3 or later
-    always @(posedge clk) begin
-        if (r_z) q <= 64'd0;          // clearing: read as 0 (RAM output reset)
-        else q <= mem[r_a];
-        q2 <= q;
-        if (v2) mem[a2] <= {q2[63:32] + {19'd0, b2}, q2[31:0] + {26'd0, f2}};
-    end
-
     // ---------------- host read port ----------------
     // The address is registered; a read that meets the write of the same word in the same
     // cycle (undefined data) is repeated in the next cycle (the next write is to another word).
     // rdata/rvalid four (five after a collision) cycles after rd; 0 until the RAM is cleared.
     reg        hr_v, hr_hi, h_ok;
     reg [5:0]  hr_w;
-    reg [63:0] hq, hq2;            // hq: the RAM's own read register; hq2 a fabric register
-    reg        h_ok2;
+    reg        h_ok2, hz1, hz2;     // hz: read before the RAM was cleared (reads as 0)
     wire       h_col = v2 && (a2 == hr_w);
+    wccp_bram #(.AW(6), .DW(64)) host_ram (
+        .clk(clk), .a_we(v2), .a_addr(a2), .a_wdata(wsum), .a_rdata(a_unused1),
+        .b_addr(hr_w), .b_rdata(hq2));
     always @(posedge clk) begin
-        if (!run) hq <= 64'd0;
-        else hq <= mem[hr_w];
+        hz1 <= !run;
+        hz2 <= hz1;
         h_ok <= hr_v && !h_col && !rst;
-        hq2 <= hq;
         h_ok2 <= h_ok && !rst;
         rvalid <= h_ok2 && !rst;
-        rdata <= hr_hi ? hq2[63:32] : hq2[31:0];
+        rdata <= hz2 ? 32'd0 : hr_hi ? hq2[63:32] : hq2[31:0];
         if (rst) begin
             hr_v <= 1'b0;
         end else if (rd) begin

@@ -43,3 +43,252 @@ module EHXPLLL #(
     assign CLKOP = CLKI;
     assign LOCK = 1'b1;
 endmodule
+
+// DP16KD (ECP5 16 kbit true dual-port block RAM), enough of it for the RAMs in this design
+// and for the netlists yosys makes from inferred memories (tests/test_bram.py):
+// DATA_WIDTH 18/9/4/2/1 (the word address in AD[13:4]/[13:3]/[13:2]/[13:1]/[13:0]; in x18
+// mode AD[1:0] enable the write of DI[8:0]/DI[17:9]), REGMODE NOREG/OUTREG (OCE enables the
+// output register), WRITEMODE NORMAL (a write leaves the port's output unchanged) /
+// WRITETHROUGH (output shows the new data) / READBEFOREWRITE (old data), CE, CSDECODE, and
+// a synchronous RST that clears the port's output latch and register. Both ports must
+// run on the same clock. Bits are stored flat (word w of width n at bits w*n .. w*n+n-1);
+// ports of different widths are only consistent between the 18 and 9 bit modes. A read on
+// one port of a word the other port writes (any byte of it) at the same edge returns X. Initial contents
+// are zero (a non-zero INITVAL is reported as an error).
+module DP16KD (
+    input  wire DIA17, DIA16, DIA15, DIA14, DIA13, DIA12, DIA11, DIA10, DIA9, DIA8, DIA7, DIA6, DIA5, DIA4, DIA3, DIA2, DIA1, DIA0,
+    input  wire ADA13, ADA12, ADA11, ADA10, ADA9, ADA8, ADA7, ADA6, ADA5, ADA4, ADA3, ADA2, ADA1, ADA0,
+    input  wire CEA, OCEA, CLKA, WEA, RSTA, CSA2, CSA1, CSA0,
+    output wire DOA17, DOA16, DOA15, DOA14, DOA13, DOA12, DOA11, DOA10, DOA9, DOA8, DOA7, DOA6, DOA5, DOA4, DOA3, DOA2, DOA1, DOA0,
+    input  wire DIB17, DIB16, DIB15, DIB14, DIB13, DIB12, DIB11, DIB10, DIB9, DIB8, DIB7, DIB6, DIB5, DIB4, DIB3, DIB2, DIB1, DIB0,
+    input  wire ADB13, ADB12, ADB11, ADB10, ADB9, ADB8, ADB7, ADB6, ADB5, ADB4, ADB3, ADB2, ADB1, ADB0,
+    input  wire CEB, OCEB, CLKB, WEB, RSTB, CSB2, CSB1, CSB0,
+    output wire DOB17, DOB16, DOB15, DOB14, DOB13, DOB12, DOB11, DOB10, DOB9, DOB8, DOB7, DOB6, DOB5, DOB4, DOB3, DOB2, DOB1, DOB0
+);
+    parameter DATA_WIDTH_A = 18;
+    parameter DATA_WIDTH_B = 18;
+    parameter REGMODE_A = "NOREG";
+    parameter REGMODE_B = "NOREG";
+    parameter RESETMODE = "SYNC";
+    parameter ASYNC_RESET_RELEASE = "SYNC";
+    parameter CSDECODE_A = "0b000";
+    parameter CSDECODE_B = "0b000";
+    parameter WRITEMODE_A = "NORMAL";
+    parameter WRITEMODE_B = "NORMAL";
+    parameter CLKAMUX = "CLKA";
+    parameter CLKBMUX = "CLKB";
+    parameter GSR = "ENABLED";
+    parameter INIT_DATA = "STATIC";
+    parameter WID = 0;
+    parameter [319:0] INITVAL_00 = 320'h0;
+    parameter [319:0] INITVAL_01 = 320'h0;
+    parameter [319:0] INITVAL_02 = 320'h0;
+    parameter [319:0] INITVAL_03 = 320'h0;
+    parameter [319:0] INITVAL_04 = 320'h0;
+    parameter [319:0] INITVAL_05 = 320'h0;
+    parameter [319:0] INITVAL_06 = 320'h0;
+    parameter [319:0] INITVAL_07 = 320'h0;
+    parameter [319:0] INITVAL_08 = 320'h0;
+    parameter [319:0] INITVAL_09 = 320'h0;
+    parameter [319:0] INITVAL_0A = 320'h0;
+    parameter [319:0] INITVAL_0B = 320'h0;
+    parameter [319:0] INITVAL_0C = 320'h0;
+    parameter [319:0] INITVAL_0D = 320'h0;
+    parameter [319:0] INITVAL_0E = 320'h0;
+    parameter [319:0] INITVAL_0F = 320'h0;
+    parameter [319:0] INITVAL_10 = 320'h0;
+    parameter [319:0] INITVAL_11 = 320'h0;
+    parameter [319:0] INITVAL_12 = 320'h0;
+    parameter [319:0] INITVAL_13 = 320'h0;
+    parameter [319:0] INITVAL_14 = 320'h0;
+    parameter [319:0] INITVAL_15 = 320'h0;
+    parameter [319:0] INITVAL_16 = 320'h0;
+    parameter [319:0] INITVAL_17 = 320'h0;
+    parameter [319:0] INITVAL_18 = 320'h0;
+    parameter [319:0] INITVAL_19 = 320'h0;
+    parameter [319:0] INITVAL_1A = 320'h0;
+    parameter [319:0] INITVAL_1B = 320'h0;
+    parameter [319:0] INITVAL_1C = 320'h0;
+    parameter [319:0] INITVAL_1D = 320'h0;
+    parameter [319:0] INITVAL_1E = 320'h0;
+    parameter [319:0] INITVAL_1F = 320'h0;
+    parameter [319:0] INITVAL_20 = 320'h0;
+    parameter [319:0] INITVAL_21 = 320'h0;
+    parameter [319:0] INITVAL_22 = 320'h0;
+    parameter [319:0] INITVAL_23 = 320'h0;
+    parameter [319:0] INITVAL_24 = 320'h0;
+    parameter [319:0] INITVAL_25 = 320'h0;
+    parameter [319:0] INITVAL_26 = 320'h0;
+    parameter [319:0] INITVAL_27 = 320'h0;
+    parameter [319:0] INITVAL_28 = 320'h0;
+    parameter [319:0] INITVAL_29 = 320'h0;
+    parameter [319:0] INITVAL_2A = 320'h0;
+    parameter [319:0] INITVAL_2B = 320'h0;
+    parameter [319:0] INITVAL_2C = 320'h0;
+    parameter [319:0] INITVAL_2D = 320'h0;
+    parameter [319:0] INITVAL_2E = 320'h0;
+    parameter [319:0] INITVAL_2F = 320'h0;
+    parameter [319:0] INITVAL_30 = 320'h0;
+    parameter [319:0] INITVAL_31 = 320'h0;
+    parameter [319:0] INITVAL_32 = 320'h0;
+    parameter [319:0] INITVAL_33 = 320'h0;
+    parameter [319:0] INITVAL_34 = 320'h0;
+    parameter [319:0] INITVAL_35 = 320'h0;
+    parameter [319:0] INITVAL_36 = 320'h0;
+    parameter [319:0] INITVAL_37 = 320'h0;
+    parameter [319:0] INITVAL_38 = 320'h0;
+    parameter [319:0] INITVAL_39 = 320'h0;
+    parameter [319:0] INITVAL_3A = 320'h0;
+    parameter [319:0] INITVAL_3B = 320'h0;
+    parameter [319:0] INITVAL_3C = 320'h0;
+    parameter [319:0] INITVAL_3D = 320'h0;
+    parameter [319:0] INITVAL_3E = 320'h0;
+    parameter [319:0] INITVAL_3F = 320'h0;
+
+    wire [17:0] dia = {DIA17, DIA16, DIA15, DIA14, DIA13, DIA12, DIA11, DIA10, DIA9, DIA8, DIA7, DIA6, DIA5, DIA4, DIA3, DIA2, DIA1, DIA0};
+    wire [17:0] dib = {DIB17, DIB16, DIB15, DIB14, DIB13, DIB12, DIB11, DIB10, DIB9, DIB8, DIB7, DIB6, DIB5, DIB4, DIB3, DIB2, DIB1, DIB0};
+    wire [13:0] ada = {ADA13, ADA12, ADA11, ADA10, ADA9, ADA8, ADA7, ADA6, ADA5, ADA4, ADA3, ADA2, ADA1, ADA0};
+    wire [13:0] adb = {ADB13, ADB12, ADB11, ADB10, ADB9, ADB8, ADB7, ADB6, ADB5, ADB4, ADB3, ADB2, ADB1, ADB0};
+    reg  [17:0] lat_a, lat_b, reg_a, reg_b;
+    reg         mem [0:18431];
+    integer     i;
+
+    function integer shift_of(input integer w);
+        shift_of = (w == 18) ? 4 : (w == 9) ? 3 : (w == 4) ? 2 : (w == 2) ? 1 : 0;
+    endfunction
+    function [2:0] csval(input [39:0] s);     // "0bxyz"
+        csval = {s[16], s[8], s[0]};
+    endfunction
+    localparam WA = DATA_WIDTH_A, WB = DATA_WIDTH_B;
+    wire [13:0] wa = ada >> shift_of(WA);
+    wire [13:0] wb = adb >> shift_of(WB);
+    wire sel_a = CEA && ({CSA2, CSA1, CSA0} == csval(CSDECODE_A));
+    wire sel_b = CEB && ({CSB2, CSB1, CSB0} == csval(CSDECODE_B));
+    // bit j of port data is written when: x18: its byte enable; else always
+    function ben(input integer w, input [13:0] ad, input integer j);
+        ben = (w == 18) ? ((j < 9) ? ad[0] : ad[1]) : 1'b1;
+    endfunction
+
+    initial begin
+        for (i = 0; i < 18432; i = i + 1) mem[i] = 1'b0;
+        lat_a = 18'd0; lat_b = 18'd0; reg_a = 18'd0; reg_b = 18'd0;
+        if (INITVAL_00 != 320'h0 ||
+            INITVAL_01 != 320'h0 ||
+            INITVAL_02 != 320'h0 ||
+            INITVAL_03 != 320'h0 ||
+            INITVAL_04 != 320'h0 ||
+            INITVAL_05 != 320'h0 ||
+            INITVAL_06 != 320'h0 ||
+            INITVAL_07 != 320'h0 ||
+            INITVAL_08 != 320'h0 ||
+            INITVAL_09 != 320'h0 ||
+            INITVAL_0A != 320'h0 ||
+            INITVAL_0B != 320'h0 ||
+            INITVAL_0C != 320'h0 ||
+            INITVAL_0D != 320'h0 ||
+            INITVAL_0E != 320'h0 ||
+            INITVAL_0F != 320'h0 ||
+            INITVAL_10 != 320'h0 ||
+            INITVAL_11 != 320'h0 ||
+            INITVAL_12 != 320'h0 ||
+            INITVAL_13 != 320'h0 ||
+            INITVAL_14 != 320'h0 ||
+            INITVAL_15 != 320'h0 ||
+            INITVAL_16 != 320'h0 ||
+            INITVAL_17 != 320'h0 ||
+            INITVAL_18 != 320'h0 ||
+            INITVAL_19 != 320'h0 ||
+            INITVAL_1A != 320'h0 ||
+            INITVAL_1B != 320'h0 ||
+            INITVAL_1C != 320'h0 ||
+            INITVAL_1D != 320'h0 ||
+            INITVAL_1E != 320'h0 ||
+            INITVAL_1F != 320'h0 ||
+            INITVAL_20 != 320'h0 ||
+            INITVAL_21 != 320'h0 ||
+            INITVAL_22 != 320'h0 ||
+            INITVAL_23 != 320'h0 ||
+            INITVAL_24 != 320'h0 ||
+            INITVAL_25 != 320'h0 ||
+            INITVAL_26 != 320'h0 ||
+            INITVAL_27 != 320'h0 ||
+            INITVAL_28 != 320'h0 ||
+            INITVAL_29 != 320'h0 ||
+            INITVAL_2A != 320'h0 ||
+            INITVAL_2B != 320'h0 ||
+            INITVAL_2C != 320'h0 ||
+            INITVAL_2D != 320'h0 ||
+            INITVAL_2E != 320'h0 ||
+            INITVAL_2F != 320'h0 ||
+            INITVAL_30 != 320'h0 ||
+            INITVAL_31 != 320'h0 ||
+            INITVAL_32 != 320'h0 ||
+            INITVAL_33 != 320'h0 ||
+            INITVAL_34 != 320'h0 ||
+            INITVAL_35 != 320'h0 ||
+            INITVAL_36 != 320'h0 ||
+            INITVAL_37 != 320'h0 ||
+            INITVAL_38 != 320'h0 ||
+            INITVAL_39 != 320'h0 ||
+            INITVAL_3A != 320'h0 ||
+            INITVAL_3B != 320'h0 ||
+            INITVAL_3C != 320'h0 ||
+            INITVAL_3D != 320'h0 ||
+            INITVAL_3E != 320'h0 ||
+            INITVAL_3F != 320'h0)
+            $display("ERROR: DP16KD %m: non-zero INITVAL is not modelled");
+        if (!((WA == 18 || WA == 9 || WA == 4 || WA == 2 || WA == 1) &&
+              (WB == 18 || WB == 9 || WB == 4 || WB == 2 || WB == 1)))
+            $display("ERROR: DP16KD %m: unsupported DATA_WIDTH %0d/%0d", WA, WB);
+        if (CLKAMUX != "CLKA" || CLKBMUX != "CLKB" || RESETMODE != "SYNC")
+            $display("ERROR: DP16KD %m: inverted clocks or asynchronous reset are not modelled");
+    end
+
+    reg [17:0] old_a, old_b, new_a, new_b;
+    reg        we_a, we_b, coll_a, coll_b;
+    integer    j;
+    always @(posedge CLKA) begin
+        we_a = sel_a && WEA;
+        we_b = sel_b && WEB;
+        // current contents, and the contents after this edge's writes
+        old_a = 18'd0; old_b = 18'd0;
+        for (j = 0; j < 18; j = j + 1) begin
+            if (j < WA) old_a[j] = mem[wa * WA + j];
+            if (j < WB) old_b[j] = mem[wb * WB + j];
+        end
+        new_a = old_a; new_b = old_b;
+        coll_a = 1'b0; coll_b = 1'b0;
+        for (j = 0; j < 18; j = j + 1) begin
+            if (j < WA && we_a && ben(WA, ada, j)) new_a[j] = dia[j];
+            if (j < WB && we_b && ben(WB, adb, j)) new_b[j] = dib[j];
+        end
+        // a read of a word the other port writes now is undefined
+        if (wa * WA < wb * WB + WB && wb * WB < wa * WA + WA) begin
+            coll_a = we_b;
+            coll_b = we_a;
+        end
+        // output registers take the latch before this edge
+        if (RSTA) reg_a <= 18'd0; else if (OCEA) reg_a <= lat_a;
+        if (RSTB) reg_b <= 18'd0; else if (OCEB) reg_b <= lat_b;
+        if (RSTA) lat_a <= 18'd0;
+        else if (sel_a) begin
+            if (!WEA) lat_a <= coll_a ? {18{1'bx}} : old_a;
+            else if (WRITEMODE_A == "WRITETHROUGH") lat_a <= new_a;
+            else if (WRITEMODE_A == "READBEFOREWRITE") lat_a <= coll_a ? {18{1'bx}} : old_a;
+        end
+        if (RSTB) lat_b <= 18'd0;
+        else if (sel_b) begin
+            if (!WEB) lat_b <= coll_b ? {18{1'bx}} : old_b;
+            else if (WRITEMODE_B == "WRITETHROUGH") lat_b <= new_b;
+            else if (WRITEMODE_B == "READBEFOREWRITE") lat_b <= coll_b ? {18{1'bx}} : old_b;
+        end
+        for (j = 0; j < 18; j = j + 1) begin
+            if (j < WA && we_a && ben(WA, ada, j)) mem[wa * WA + j] <= dia[j];
+            if (j < WB && we_b && ben(WB, adb, j)) mem[wb * WB + j] <= dib[j];
+        end
+    end
+    wire [17:0] do_a = (REGMODE_A == "OUTREG") ? reg_a : lat_a;
+    wire [17:0] do_b = (REGMODE_B == "OUTREG") ? reg_b : lat_b;
+    assign {DOA17, DOA16, DOA15, DOA14, DOA13, DOA12, DOA11, DOA10, DOA9, DOA8, DOA7, DOA6, DOA5, DOA4, DOA3, DOA2, DOA1, DOA0} = do_a;
+    assign {DOB17, DOB16, DOB15, DOB14, DOB13, DOB12, DOB11, DOB10, DOB9, DOB8, DOB7, DOB6, DOB5, DOB4, DOB3, DOB2, DOB1, DOB0} = do_b;
+endmodule

@@ -19,15 +19,17 @@ def rtl_sources(exclude=("fpga.v",)):
     return [p for p in sorted(RTL.glob("*.v")) if p.name not in exclude]
 
 
-def run_sim(sim, toplevel, test_file, parameters=None, extra_env=None, sources=None, testcase=None):
-    """Build and run the cocotb test module `test_file` against `toplevel` on `sim`."""
+def run_sim(sim, toplevel, test_file, parameters=None, extra_env=None, sources=None, testcase=None,
+            defines=None, tag=""):
+    """Build and run the cocotb test module `test_file` against `toplevel` on `sim` (`tag`
+    names a separate build directory for one of several configurations)."""
     from cocotb_tools.runner import get_results, get_runner
 
     venv_bin = str(ROOT / ".venv" / "bin")
     if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
     test_file = pathlib.Path(test_file)
-    build_dir = ROOT / "build" / "sim" / ("%s-%s" % (test_file.stem, sim))
+    build_dir = ROOT / "build" / "sim" / ("%s-%s%s" % (test_file.stem, sim, ("-" + tag) if tag else ""))
     runner = get_runner(sim)
     build_args = []
     if sim == "verilator":
@@ -38,7 +40,7 @@ def run_sim(sim, toplevel, test_file, parameters=None, extra_env=None, sources=N
         if "CFG_CXXFLAGS_PCH_I" not in flags:
             os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
     runner.build(sources=sources or rtl_sources(), includes=[RTL], hdl_toplevel=toplevel,
-                 build_dir=build_dir, build_args=build_args, parameters=parameters or {},
+                 build_dir=build_dir, build_args=build_args, parameters=parameters or {}, defines=defines or {},
                  timescale=("1ns", "1ps"), always=True)
     env = {"PYTHONPATH": os.pathsep.join([str(TB), str(ROOT / "firmware"), str(test_file.parent)])}
     env.update(extra_env or {})

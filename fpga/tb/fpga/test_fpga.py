@@ -122,4 +122,6 @@ async def test_board_top(dut):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_fpga(sim):
-    wccp_tb.run_sim(sim, "fpga", __file__, sources=wccp_tb.rtl_sources(exclude=()) + [wccp_tb.TB / "ecp5_sim.v"])
+    # the board top runs the block RAMs as synthesis builds them: DP16KD tiles (ecp5_sim.v)
+    wccp_tb.run_sim(sim, "fpga", __file__, sources=wccp_tb.rtl_sources(exclude=()) + [wccp_tb.TB / "ecp5_sim.v"],
+                    defines={"WCCP_ECP5_BRAM": 1})

@@ -513,3 +513,13 @@ async def test_overflow(dut):
 def test_fpga_core(sim):
     wccp_tb.run_sim(sim, "fpga_core", __file__, parameters={"CLK_PER_US": 125},
                     testcase=os.environ.get("WCCP_TESTCASE") or None)
+
+
+def test_fpga_core_ecp5_bram():
+    """The same tests with every block RAM built from DP16KD tiles with output registers, as
+    synthesis builds them (wccp_bram's ECP5 branch on the model in fpga/tb/ecp5_sim.v), on
+    Verilator (fast enough for the whole set)."""
+    wccp_tb.run_sim("verilator", "fpga_core", __file__, parameters={"CLK_PER_US": 125},
+                    sources=wccp_tb.rtl_sources() + [wccp_tb.TB / "ecp5_sim.v"],
+                    defines={"WCCP_ECP5_BRAM": 1}, tag="ecp5-bram",
+                    testcase=os.environ.get("WCCP_TESTCASE") or None)

@@ -82,5 +82,5 @@ async def test_banks(dut):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_bank_ram(sim):
-    wccp_tb.run_sim(sim, "wccp_bank_ram", __file__, sources=[wccp_tb.RTL / "wccp_bank_ram.v"],
+    wccp_tb.run_sim(sim, "wccp_bank_ram", __file__, sources=[wccp_tb.RTL / "wccp_bank_ram.v", wccp_tb.RTL / "wccp_bram.v"],
                     parameters={"AW": 6, "DW": 32})

@@ -188,14 +188,14 @@ class TB:
         offered = False
         last_rel = None
         idle = 0
-        raddr = 0
+        raddrs = [0, 0]           # the addresses of the last two cycles
         while len(outs) < sum(1 for it in items if it[1] is not None) or nxt < len(items):
             await RisingEdge(d.clk)
             await ReadOnly()
-            # registered RAM: the address seen in this cycle is answered after the next edge
-            rdata = self.mem[raddr]
+            # block RAM with output register: the address of a cycle is answered 2 edges later
+            rdata = self.mem[raddrs[0]]
             v = d.buf_raddr.value
-            raddr = int(v) if v.is_resolvable else 0
+            raddrs = [raddrs[1], int(v) if v.is_resolvable else 0]
             mv = int(d.m_valid.value)
             md, ml = (int(d.m_data.value), int(d.m_last.value)) if mv else (0, 0)
             ar, req, rel = int(d.act_ready.value), int(d.req.value), int(d.rel_ptr.value)

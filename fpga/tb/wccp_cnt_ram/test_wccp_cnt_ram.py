@@ -159,5 +159,5 @@ async def test_events_during_clear(dut):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_cnt_ram(sim):
-    wccp_tb.run_sim(sim, "wccp_cnt_ram", __file__, sources=[wccp_tb.RTL / "wccp_cnt_ram.v"],
+    wccp_tb.run_sim(sim, "wccp_cnt_ram", __file__, sources=[wccp_tb.RTL / "wccp_cnt_ram.v", wccp_tb.RTL / "wccp_bram.v"],
                     parameters={"AW": AW, "BYTES": 1})

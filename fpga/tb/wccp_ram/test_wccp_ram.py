@@ -53,5 +53,5 @@ async def test_random(dut):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_ram(sim):
-    wccp_tb.run_sim(sim, "wccp_ram", __file__, sources=[wccp_tb.RTL / "wccp_ram.v"],
+    wccp_tb.run_sim(sim, "wccp_ram", __file__, sources=[wccp_tb.RTL / "wccp_ram.v", wccp_tb.RTL / "wccp_bram.v"],
                     parameters={"AW": AW, "DW": DW})

@@ -87,6 +87,7 @@ class TB:
             await Timer(1, "ns")
             d.buf_raddr.value = (b["start"] + i) % SIZE
             await RisingEdge(d.clk)
+            await RisingEdge(d.clk)       # data 2 cycles after the address
             await ReadOnly()
             data.append(int(d.buf_rdata.value))
         await Timer(1, "ns")
@@ -223,6 +224,6 @@ async def test_buffer_overflow(dut):
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_rxq(sim):
     wccp_tb.run_sim(sim, "wccp_rxq", __file__,
-                    sources=[wccp_tb.RTL / "wccp_rxq.v", wccp_tb.RTL / "wccp_mac_rx.v",
+                    sources=[wccp_tb.RTL / "wccp_rxq.v", wccp_tb.RTL / "wccp_bram.v", wccp_tb.RTL / "wccp_mac_rx.v",
                              wccp_tb.RTL / "wccp_parser.v"],
                     parameters={"BUF_AW": BUF_AW, "QAW": QAW})

@@ -225,4 +225,4 @@ async def test_burst(dut):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_stats(sim):
-    wccp_tb.run_sim(sim, "wccp_stats", __file__, sources=[wccp_tb.RTL / "wccp_stats.v"])
+    wccp_tb.run_sim(sim, "wccp_stats", __file__, sources=[wccp_tb.RTL / "wccp_stats.v", wccp_tb.RTL / "wccp_bram.v"])
