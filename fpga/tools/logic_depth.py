@@ -2,6 +2,7 @@
 """Rough static timing of a synthesised ECP5 netlist, before place and route.
 
     python fpga/tools/logic_depth.py NETLIST.json [--top fpga_core] [--budget 6.67] [-n 40] [--paths]
+        [--brams] [--require-outreg]
 
 NETLIST.json from yosys (YoWASP can only write inside the working tree):
 
@@ -15,6 +16,10 @@ estimated arrival exceeds the budget, worst first, with the path and the Verilog
 lines of the cells on it. The model is coarse (routing is a constant per hop, so
 long/congested routes are underestimated): use it to find deep logic, then confirm with
 nextpnr (`wccp synth`).
+
+--brams lists every DP16KD read port in use, its output mode and what its data feeds;
+--require-outreg exits 1 when a read port in use has no output register (REGMODE NOREG:
+5.8 ns clock-to-out in nextpnr instead of about 1 ns).
 """
 import argparse
 import collections
@@ -30,8 +35,8 @@ MUX = 0.25         # PFUMX / L6MUX21
 CCU_IN = 0.5       # CCU2C A/B/C/D -> COUT / S
 CCU_CARRY = 0.06   # CIN -> COUT (carry nets are dedicated: no NET added)
 CCU_SUM = 0.3      # CIN -> S
-RAM_CQ = 1.2       # DP16KD with output register (else 4.0)
-RAM_CQ_NOREG = 5.6      # nextpnr: DP16KD CLK->DO without output register (yosys never uses OUTREG)
+RAM_CQ = 1.0       # nextpnr: DP16KD CLK->DO with the output register (REGMODE OUTREG): 0.96
+RAM_CQ_NOREG = 5.6      # nextpnr: DP16KD CLK->DO without it (5.83; yosys' own mapping)
 DPR_RD = 0.5       # TRELLIS_DPR16X4 RAD -> DO
 RAM_SU = 0.3
 
@@ -94,8 +99,7 @@ def analyse(mod):
             arrival[b] = (FF_CQ, None, cn)
             return FF_CQ
         if t == "DP16KD":
-            reg = c.get("parameters", {}).get("REGMODE_A", "NOREG")
-            d = RAM_CQ if "OUTREG" in str(reg) or "OUTREG" in str(c.get("parameters", {}).get("REGMODE_B", "")) else RAM_CQ_NOREG
+            d = RAM_CQ if "OUTREG" in regmode(c, op[2]) else RAM_CQ_NOREG
             arrival[b] = (d, None, cn)
             return d
         if t == "TRELLIS_DPR16X4" and op.startswith("DO"):
@@ -147,6 +151,38 @@ def analyse(mod):
     return cells, names, arrival, ends
 
 
+def regmode(c, port):
+    """REGMODE of DP16KD port 'A' or 'B' (yosys writes string parameters as text)."""
+    return str(c.get("parameters", {}).get("REGMODE_" + port, "NOREG"))
+
+
+def bram_ports(cells):
+    """[(cell, port, regmode, Counter of load cell types on its DO bits)] for every DP16KD
+    read port whose data is used."""
+    loads = collections.defaultdict(list)
+    for c in cells.values():
+        dirs = c.get("port_directions", {})
+        for p, bits in c["connections"].items():
+            if dirs.get(p) != "output":
+                for b in bits:
+                    if isinstance(b, int):
+                        loads[b].append(c["type"])
+    out = []
+    for cn, c in sorted(cells.items()):
+        if c["type"] != "DP16KD":
+            continue
+        for port in "AB":
+            kinds = collections.Counter()
+            for p, bits in c["connections"].items():
+                if re.fullmatch("DO%s\\d+" % port, p):
+                    for b in bits:
+                        if isinstance(b, int):
+                            kinds.update(loads[b])
+            if kinds:
+                out.append((cn, port, regmode(c, port), kinds))
+    return out
+
+
 def reg_name(cells, names, cn):
     """The register (Q net name without bit/suffix) of an FF, or the RAM cell's name."""
     c = cells[cn]
@@ -182,8 +218,17 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=6.67, help="ns (6.67 = 150 MHz)")
     ap.add_argument("-n", type=int, default=25, help="paths to print")
     ap.add_argument("--paths", action="store_true", help="print each path")
+    ap.add_argument("--brams", action="store_true", help="list the DP16KD read ports")
+    ap.add_argument("--require-outreg", action="store_true",
+                    help="exit 1 if a DP16KD read port in use has no output register")
     a = ap.parse_args(argv)
     cells, names, arrival, ends = analyse(load(a.netlist, a.top))
+    ports = bram_ports(cells)
+    noreg = [x for x in ports if "OUTREG" not in x[2]]
+    print("block RAM read ports in use: %d, without output register: %d" % (len(ports), len(noreg)))
+    if a.brams or (a.require_outreg and noreg):
+        for cn, port, mode, kinds in ports:
+            print("  %-60s %s %-6s -> %s" % (cn[:60], port, mode, dict(kinds)))
     ends.sort(reverse=True)
     over = [e for e in ends if e[0] > a.budget]
     print("endpoints: %d, over %.2f ns: %d, worst %.2f ns" % (len(ends), a.budget, len(over), ends[0][0] if ends else 0))
@@ -208,6 +253,9 @@ def main(argv=None):
                 print("   " + line)
             if len(seen) >= a.n:
                 break
+    if a.require_outreg and noreg:
+        print("FAIL: %d block RAM read port(s) without output register" % len(noreg))
+        return 1
     return 0
 
 
