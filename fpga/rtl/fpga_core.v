@@ -42,6 +42,12 @@ module fpga_core #(
     wire        rg_rvalid, cc_rvalid, bc_rvalid, cc_rd, bc_rd;
     assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid | st_rvalid;
     assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : st_rvalid ? st_rdata : rg_rdata;
+    // reset distribution: one registered copy per region (wccp_rst_buf), all one cycle late
+    wire        rst_bus, rst_st, rst_cc, rst_bc;
+    wccp_rst_buf rb_bus (.clk(clk), .d(rst), .q(rst_bus));     // SPI, register file, bus, b_go
+    wccp_rst_buf rb_st (.clk(clk), .d(rst), .q(rst_st));       // port and slot counters
+    wccp_rst_buf rb_cc (.clk(clk), .d(rst), .q(rst_cc));       // per-cache counters
+    wccp_rst_buf rb_bc (.clk(clk), .d(rst), .q(rst_bc));       // per-bucket counters
     wire        dbg_sel = dbg_reg_wr | dbg_reg_rd;
     // the bus is registered once before the register file (timing)
     reg  [23:0] reg_addr;
@@ -49,8 +55,8 @@ module fpga_core #(
     reg  [31:0] reg_wdata;
     always @(posedge clk) begin
         reg_addr  <= dbg_sel ? dbg_reg_addr : spi_addr;
-        reg_wr    <= !rst && (dbg_reg_wr | spi_wr);
-        reg_rd    <= !rst && (dbg_reg_rd | spi_rd);
+        reg_wr    <= !rst_bus && (dbg_reg_wr | spi_wr);
+        reg_rd    <= !rst_bus && (dbg_reg_rd | spi_rd);
         reg_wdata <= dbg_reg_wr ? dbg_reg_wdata : spi_wdata;
     end
     assign dbg_reg_rdata = reg_rdata;
@@ -64,7 +70,7 @@ module fpga_core #(
     end
 
     wccp_spi_slave spi (
-        .clk(clk), .rst(rst), .spi_sck(spi_sck), .spi_cs_n(spi_cs_n), .spi_mosi(spi_mosi),
+        .clk(clk), .rst(rst_bus), .spi_sck(spi_sck), .spi_cs_n(spi_cs_n), .spi_mosi(spi_mosi),
         .spi_miso(spi_miso), .reg_addr(spi_addr), .reg_wr(spi_wr), .reg_wdata(spi_wdata),
         .reg_rd(spi_rd), .reg_rdata(reg_rdata), .reg_rvalid(reg_rvalid));
 
@@ -111,7 +117,7 @@ module fpga_core #(
                              (lr_valid0 ? {2'b11, 4'd0, lr_mac0} : {2'b11, 4'd1, lr_mac1});
 
     wccp_regs #(.CLK_PER_US(CLK_PER_US)) regs (
-        .clk(clk), .rst(rst), .reg_addr(reg_addr), .reg_wr(reg_wr), .reg_wdata(reg_wdata),
+        .clk(clk), .rst(rst_bus), .reg_addr(reg_addr), .reg_wr(reg_wr), .reg_wdata(reg_wdata),
         .reg_rd(reg_rd), .reg_rdata(rg_rdata), .reg_rvalid(rg_rvalid),
         .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu), .nh_mac(nh_mac),
         .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
@@ -125,7 +131,7 @@ module fpga_core #(
     wire [5:0]  st_word;
     wire [31:0] st_rdata;
     wccp_stats stats (
-        .clk(clk), .rst(rst), .ev_rx(ev_rx), .ev_rx_len(ev_rx_len), .ev_drop(ev_drop), .ev_tx(ev_tx),
+        .clk(clk), .rst(rst_st), .ev_rx(ev_rx), .ev_rx_len(ev_rx_len), .ev_drop(ev_drop), .ev_tx(ev_tx),
         .ev_tx_len(ev_tx_len), .ev_cause(ev_cause), .ev_slot(ev_slot), .ev_slot_idx(ev_slot_idx),
         .ev_bytes(ev_bytes), .rd(st_rd), .rd_word(st_word), .rd_hi(st_hi), .rdata(st_rdata),
         .rvalid(st_rvalid));
@@ -153,6 +159,10 @@ module fpga_core #(
     genvar g;
     generate
     for (g = 0; g < 2; g = g + 1) begin : port
+        wire        rst_rx, rst_dp, rst_bl;
+        wccp_rst_buf rb_rx (.clk(clk), .d(rst), .q(rst_rx));   // receive MAC, parser, queue
+        wccp_rst_buf rb_dp (.clk(clk), .d(rst), .q(rst_dp));   // tables, decision engine
+        wccp_rst_buf rb_bl (.clk(clk), .d(rst), .q(rst_bl));   // builder
         wire [BUF_AW-1:0] buf_raddr, rel_ptr, q_start;
         wire [7:0]  buf_rdata;
         wire        q_valid, q_pop;
@@ -165,7 +175,7 @@ module fpga_core #(
         wire [3:0]  q_ihl;
 
         wccp_rxq #(.BUF_AW(BUF_AW)) rxq (
-            .clk(clk), .rst(rst), .gmii_rxd(rxd[g]), .gmii_rx_dv(rxdv[g]), .gmii_rx_er(rxer[g]),
+            .clk(clk), .rst(rst_rx), .gmii_rxd(rxd[g]), .gmii_rx_dv(rxdv[g]), .gmii_rx_er(rxer[g]),
             .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
             .q_valid(q_valid), .q_pop(q_pop), .q_start(q_start), .q_flen(q_flen), .q_dst_mac(q_dst),
             .q_src_mac(q_src), .q_vlan(q_vlan), .q_tci(q_tci), .q_is_ip(q_is_ip), .q_ip_ok(q_ip_ok),
@@ -183,23 +193,23 @@ module fpga_core #(
         wire [5:0]  mp_raddr;
         wire [9:0]  mt_raddr;
         wccp_bank_ram #(.AW(8), .DW(32)) cache_addr (
-            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd0), .wr_addr(t_addr[7:0]),
+            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd0), .wr_addr(t_addr[7:0]),
             .wr_data(t_data), .rd_addr(c_raddr), .rd_data(ca_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 0]));
         wccp_bank_ram #(.AW(8), .DW(4)) cache_meth (
-            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
+            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
             .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 1]));
         wccp_bank_ram #(.AW(9), .DW(32)) bucket (
-            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd2), .wr_addr(t_addr[8:0]),
+            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd2), .wr_addr(t_addr[8:0]),
             .wr_data(t_data), .rd_addr(bk_raddr), .rd_data(bk_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 2]));
         wccp_bank_ram #(.AW(6), .DW(32)) maskpos (
-            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd3), .wr_addr(t_addr[5:0]),
+            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd3), .wr_addr(t_addr[5:0]),
             .wr_data(t_data), .rd_addr(mp_raddr), .rd_data(mp_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 3]));
         wccp_bank_ram #(.AW(10), .DW(32)) masktab (
-            .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
+            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
             .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 4]));
         wccp_ram #(.AW(8), .DW(54)) learnt (
@@ -217,7 +227,7 @@ module fpga_core #(
         wire [31:0] act_rid, act_cip, act_rh;
         wire [11:0] ev_b;
         wccp_decide #(.PORT(g)) decide (
-            .clk(clk), .rst(rst), .hold(hold), .busy(busy[g]),
+            .clk(clk), .rst(rst_dp), .hold(hold), .busy(busy[g]),
             .in_valid(q_valid), .in_ready(q_pop), .in_start(q_start), .in_flen(q_flen),
             .in_dst_mac(q_dst), .in_src_mac(q_src), .in_vlan(q_vlan), .in_tci(q_tci),
             .in_is_ip(q_is_ip), .in_ip_ok(q_ip_ok), .in_proto(q_proto), .in_sip(q_sip),
@@ -242,7 +252,7 @@ module fpga_core #(
         assign ev_bytes[g*12 +: 12] = ev_b;
 
         wccp_builder #(.BUF_AW(BUF_AW)) builder (
-            .clk(clk), .rst(rst), .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop),
+            .clk(clk), .rst(rst_bl), .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop),
             .act_port(act_port), .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen),
             .act_kind(act_kind), .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan),
             .act_tci(act_tci), .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip),
@@ -255,12 +265,12 @@ module fpga_core #(
 
     // ---------------- per (slot, cache) and per (slot, bucket) counters ----------------
     wccp_cnt_ram #(.AW(8), .BYTES(1)) cache_cnt (
-        .clk(clk), .rst(rst),
+        .clk(clk), .rst(rst_cc),
         .ev0(ev_cache[0]), .ev0_idx({ev_slot_idx[2:0], ev_cache_idx[4:0]}), .ev0_bytes(ev_bytes[11:0]),
         .ev1(ev_cache[1]), .ev1_idx({ev_slot_idx[5:3], ev_cache_idx[9:5]}), .ev1_bytes(ev_bytes[23:12]),
         .rd(cc_rd), .rd_idx(cnt_addr[8:1]), .rd_hi(cnt_addr[0]), .rdata(cc_rdata), .rvalid(cc_rvalid));
     wccp_cnt_ram #(.AW(11), .BYTES(0)) bucket_cnt (
-        .clk(clk), .rst(rst),
+        .clk(clk), .rst(rst_bc),
         .ev0(ev_bucket[0]), .ev0_idx({ev_slot_idx[2:0], ev_bucket_idx[7:0]}), .ev0_bytes(12'd0),
         .ev1(ev_bucket[1]), .ev1_idx({ev_slot_idx[5:3], ev_bucket_idx[15:8]}), .ev1_bytes(12'd0),
         .rd(bc_rd), .rd_idx(cnt_addr[10:0]), .rd_hi(1'b0), .rdata(bc_rdata), .rvalid(bc_rvalid));
@@ -282,19 +292,21 @@ module fpga_core #(
         wire [11:0] flen;
         reg  [7:0] e_data;
         reg        e_valid, e_last, e_start;
+        wire       rst_e;
+        wccp_rst_buf rb_e (.clk(clk), .d(rst), .q(rst_e));     // arbiter, egress registers, MAC
         wccp_arbiter arb (
-            .clk(clk), .rst(rst), .req({b_req[1][g], b_req[0][g]}), .grant_valid(gv), .grant(gsel));
+            .clk(clk), .rst(rst_e), .req({b_req[1][g], b_req[0][g]}), .grant_valid(gv), .grant(gsel));
         assign e_grant_valid[g] = gv;
         assign e_grant[g] = gsel;
         assign tx_ready[g] = s_ready;
         always @(posedge clk) begin
             e_data  <= gsel ? b_data[1] : b_data[0];
             e_last  <= gsel ? b_last[1] : b_last[0];
-            e_valid <= !rst && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
-            e_start <= !rst && gv && (gsel ? b_valid[1] : b_valid[0]);
+            e_valid <= !rst_e && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
+            e_start <= !rst_e && gv && (gsel ? b_valid[1] : b_valid[0]);
         end
         wccp_mac_tx mac_tx (
-            .clk(clk), .rst(rst), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),
+            .clk(clk), .rst(rst_e), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),
             .s_start(e_start), .s_ready(s_ready),
             .gmii_txd(txd[g]), .gmii_tx_en(txen[g]), .gmii_tx_er(txer[g]),
             .frame_done(done), .frame_len(flen));
@@ -303,9 +315,9 @@ module fpga_core #(
     end
     endgenerate
     always @(posedge clk) begin
-        b_go[0] <= !rst && ((e_grant_valid[0] && e_grant[0] == 1'b0 && tx_ready[0]) ||
+        b_go[0] <= !rst_bus && ((e_grant_valid[0] && e_grant[0] == 1'b0 && tx_ready[0]) ||
                             (e_grant_valid[1] && e_grant[1] == 1'b0 && tx_ready[1]));
-        b_go[1] <= !rst && ((e_grant_valid[0] && e_grant[0] == 1'b1 && tx_ready[0]) ||
+        b_go[1] <= !rst_bus && ((e_grant_valid[0] && e_grant[0] == 1'b1 && tx_ready[0]) ||
                             (e_grant_valid[1] && e_grant[1] == 1'b1 && tx_ready[1]));
     end
     assign b_ready[0] = b_go[0];

@@ -25,11 +25,15 @@ module wccp_ram #(
         .clk(clk), .a_we(wr_en), .a_addr(wr_addr), .a_wdata(wr_data), .a_rdata(a_unused),
         .b_addr(rd_addr), .b_rdata(rd_q2));
     reg [DW-1:0] rd_q3, wd1, wd2, wd3;
-    reg          coll1, coll2, coll3;
+    reg [AW-1:0] wa1, ra1;
+    reg          we1, coll2, coll3;
     always @(posedge clk) begin
         rd_q3 <= rd_q2;
-        coll1 <= wr_en && (wr_addr == rd_addr);
-        coll2 <= coll1;
+        // the collision compare from registered addresses (they may come from muxes)
+        we1 <= wr_en;
+        wa1 <= wr_addr;
+        ra1 <= rd_addr;
+        coll2 <= we1 && (wa1 == ra1);
         coll3 <= coll2;
         wd1 <= wr_data;
         wd2 <= wd1;
