@@ -43,8 +43,10 @@ module fpga_core #(
     assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid | st_rvalid;
     assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : st_rvalid ? st_rdata : rg_rdata;
     // reset distribution: one registered copy per region (wccp_rst_buf), all one cycle late
-    wire        rst_bus, rst_st, rst_cc, rst_bc;
-    wccp_rst_buf rb_bus (.clk(clk), .d(rst), .q(rst_bus));     // SPI, register file, bus, b_go
+    wire        rst_bus, rst_spi, rst_go, rst_st, rst_cc, rst_bc;
+    wccp_rst_buf rb_bus (.clk(clk), .d(rst), .q(rst_bus));     // register file, bus
+    wccp_rst_buf rb_spi (.clk(clk), .d(rst), .q(rst_spi));     // SPI slave
+    wccp_rst_buf rb_go (.clk(clk), .d(rst), .q(rst_go));       // builder requests (b_go)
     wccp_rst_buf rb_st (.clk(clk), .d(rst), .q(rst_st));       // port and slot counters
     wccp_rst_buf rb_cc (.clk(clk), .d(rst), .q(rst_cc));       // per-cache counters
     wccp_rst_buf rb_bc (.clk(clk), .d(rst), .q(rst_bc));       // per-bucket counters
@@ -70,7 +72,7 @@ module fpga_core #(
     end
 
     wccp_spi_slave spi (
-        .clk(clk), .rst(rst_bus), .spi_sck(spi_sck), .spi_cs_n(spi_cs_n), .spi_mosi(spi_mosi),
+        .clk(clk), .rst(rst_spi), .spi_sck(spi_sck), .spi_cs_n(spi_cs_n), .spi_mosi(spi_mosi),
         .spi_miso(spi_miso), .reg_addr(spi_addr), .reg_wr(spi_wr), .reg_wdata(spi_wdata),
         .reg_rd(spi_rd), .reg_rdata(reg_rdata), .reg_rvalid(reg_rvalid));
 
@@ -315,9 +317,9 @@ module fpga_core #(
     end
     endgenerate
     always @(posedge clk) begin
-        b_go[0] <= !rst_bus && ((e_grant_valid[0] && e_grant[0] == 1'b0 && tx_ready[0]) ||
+        b_go[0] <= !rst_go && ((e_grant_valid[0] && e_grant[0] == 1'b0 && tx_ready[0]) ||
                             (e_grant_valid[1] && e_grant[1] == 1'b0 && tx_ready[1]));
-        b_go[1] <= !rst_bus && ((e_grant_valid[0] && e_grant[0] == 1'b1 && tx_ready[0]) ||
+        b_go[1] <= !rst_go && ((e_grant_valid[0] && e_grant[0] == 1'b1 && tx_ready[0]) ||
                             (e_grant_valid[1] && e_grant[1] == 1'b1 && tx_ready[1]));
     end
     assign b_ready[0] = b_go[0];

@@ -192,7 +192,7 @@ module wccp_decide #(
 
     // ---- GRE return checks, over S_C1..S_C3 ----
     reg  [15:0] g_hlen4, g_prel, g_il, g_prel4, g_prelil;
-    reg         g_dipm, g_l4m, g_p47, g_pre, g_ret_hit, g_ret_bad;
+    reg         g_pre, g_ret_hit, g_ret_bad;
     reg  [10:0] r_dec_off, r_il;
     wire [10:0] l2len = f_vlan ? 11'd18 : 11'd14;
     wire        nib4  = (f_l4b4[7:4] == 4'd4);
@@ -329,11 +329,7 @@ module wccp_decide #(
         g_hlen4 <= hlen + 16'd4;
         g_prel <= hlen + (nib4 ? 16'd4 : 16'd8);
         g_il <= nib4 ? f_len4 : f_len8;
-        // (compares registered first: g_pre valid from S_C3, g_ret_hit from S_SCAN, read in S_PRE2)
-        g_dipm <= (f_dip == router_id);
-        g_l4m <= (f_l4w0 == 32'h0000883E);
-        g_p47 <= f_ip_ok && (f_proto == 8'd47);
-        g_pre <= g_dipm && g_l4m && g_p47;
+        g_pre <= f_ip_ok && f_proto == 8'd47 && f_dip == router_id && f_l4w0 == 32'h0000883E;
         gre_tl_r <= f_totlen + 16'd28;
         l2_copy <= f_flen - 11'd12;
         r_decmac <= (nh_mac != 48'd0) ? nh_mac : f_dst;
@@ -361,19 +357,6 @@ module wccp_decide #(
             act_copy_len <= f_flen;
         end
     endtask
-
-    // the bundle is latched outside the reset branch below: its enable does not depend on the
-    // reset (a latch while the engine is in reset is harmless: the fields are data only)
-    wire take_in = state[S_IDLE] && in_valid && !hold && !in_ready;
-    always @(posedge clk) begin
-        if (take_in) begin
-            f_start <= in_start; f_flen <= in_flen; f_dst <= in_dst_mac; f_src <= in_src_mac;
-            f_vlan <= in_vlan; f_tci <= in_tci; f_is_ip <= in_is_ip; f_ip_ok <= in_ip_ok;
-            f_proto <= in_proto; f_sip <= in_sip; f_dip <= in_dip; f_sport <= in_sport;
-            f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
-            f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
-        end
-    end
 
     always @(posedge clk) begin
         in_ready <= 1'b0;
@@ -434,6 +417,11 @@ module wccp_decide #(
             state[S_IDLE]: begin
                 if (in_valid && !hold && !in_ready) begin
                     in_ready <= 1'b1;
+                    f_start <= in_start; f_flen <= in_flen; f_dst <= in_dst_mac; f_src <= in_src_mac;
+                    f_vlan <= in_vlan; f_tci <= in_tci; f_is_ip <= in_is_ip; f_ip_ok <= in_ip_ok;
+                    f_proto <= in_proto; f_sip <= in_sip; f_dip <= in_dip; f_sport <= in_sport;
+                    f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
+                    f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
                     state <= oh(S_C1);
                 end
             end

@@ -53,9 +53,8 @@ module wccp_spi_slave (
             rd_dummy_done <= 1'b0;
             load_d <= 1'b0;
             sh_out <= 32'd0;
-            if (rst) begin
+            if (rst) begin                 // (reg_wdata: data only, shifted in before use)
                 reg_addr <= 24'd0;
-                reg_wdata <= 32'd0;
                 cmd <= 8'd0;
                 rd_word <= 32'd0;
             end
