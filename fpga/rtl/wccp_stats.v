@@ -2,22 +2,22 @@
 //   word p*16 + 0 rx, 1 tx, 2 runt, 3 bad_fcs, 4 oversize, 5 overflow, 6..15 causes 0..9
 //   word 32 + slot*2 + port: slot matches
 // Events are kept per source and folded into the RAM by one read-modify-write pipeline
-// (read, output register, add + write: 3 cycles) that starts one operation every cycle. A
-// fixed wheel gives every source its own turns, at least 3 cycles apart:
-//   d0 d1 m0 d0 d1 m1 ... d0 d1 m7   (dP = decisions of port P every 3 cycles, m = misc
-//   sources, each every 24 cycles)
+// (read, output register, add, write: 4 cycles) that starts up to three operations every
+// four cycles. A fixed wheel gives every source its own turns, 4 cycles apart:
+//   d0 d1 m0 - d0 d1 m1 - ... d0 d1 m7 -   (dP = decisions of port P every 4 cycles, m = misc
+//   sources, each every 32 cycles, - = no operation)
 // Each source owns a disjoint set of words, so operations in flight never touch the same
 // word and no forwarding is needed. Sources per port:
-//   rx      accumulator {frames 6b, bytes 13b}, folded every 24 cycles (runt floods: one
-//           frame per 3 cycles at most; < 63 frames, <= 4095 + 92 bytes between folds, also
+//   rx      accumulator {frames 6b, bytes 13b}, folded every 32 cycles (runt floods: one
+//           frame per 3 cycles at most; < 63 frames, <= 4095 + 100 bytes between folds, also
 //           across the clear after reset)
 //   runt    accumulator (frames 6b)
 //   drop    bad_fcs/oversize/overflow: one pending event (such frames are >= 64 bytes, i.e.
-//           >= 66 cycles apart; folded within 24)
+//           >= 66 cycles apart; folded within 32)
 //   tx      one pending {len} (frames >= 84 cycles apart)
 //   dec     16-entry FIFO of {causes, slot, slot index, bytes}: one RAM operation per cause
-//           bit and one for the slot, one every 3 cycles (a decision is >= 9 cycles and
-//           raises at most three events: learn, slot, cause; the FIFO absorbs the rest)
+//           bit and one for the slot, one every 4 cycles (a decision that raises events is
+//           >= 24 cycles and raises at most three: learn, slot, cause; the FIFO absorbs bursts)
 // After reset the RAM is cleared (64 cycles) while the sources collect events.
 // Host reads: rd/rd_word/rd_hi; rdata/rvalid four cycles later (five when the read met a
 // write of the same word), 0 until the RAM is cleared. One read at a time (wait for rvalid).
@@ -51,7 +51,7 @@ module wccp_stats (
 
     // ---------------- wheel ----------------
     // sel: 0 d0, 1 d1, 2 + 4*p + {0 rx, 1 tx, 2 runt, 3 drop}
-    reg  [1:0] wp;            // 0 d0, 1 d1, 2 misc
+    reg  [1:0] wp;            // 0 d0, 1 d1, 2 misc, 3 none
     reg  [2:0] wm;            // misc source
     reg  [9:0] sel;
     reg  [6:0] ccnt;          // reset sequencing: 0..63 clear, 64..67 drain, 68 run
@@ -64,14 +64,15 @@ module wccp_stats (
             sel <= 10'd0;
         end else begin
             if (!run) ccnt <= ccnt + 7'd1;
-            wp <= (wp == 2'd2) ? 2'd0 : wp + 2'd1;
-            if (wp == 2'd2) wm <= wm + 3'd1;
+            wp <= wp + 2'd1;
+            if (wp == 2'd3) wm <= wm + 3'd1;
             sel <= 10'd0;
             if (run) begin
                 case (wp)
                 2'd0: sel[0] <= 1'b1;
                 2'd1: sel[1] <= 1'b1;
-                default: sel[2 + wm] <= 1'b1;
+                2'd2: sel[2 + wm] <= 1'b1;
+                default: ;
                 endcase
             end
         end
@@ -222,11 +223,12 @@ module wccp_stats (
     endgenerate
 
     // ---------------- read-modify-write pipeline ----------------
-    reg [5:0]  r_a, a1, a2;
+    reg [5:0]  r_a, a1, a2, a3;
     reg [5:0]  r_f, f1, f2;
     reg        r_x;
     reg [12:0] r_b, b1, b2;
-    reg        r_v, v1, v2, r_z, z1, z2;
+    reg        r_v, v1, v2, v3, r_z, z1, z2;
+    reg [63:0] wsum3;             // the sum, registered before the RAM write (timing)
     // read/write collisions are avoided by construction (see above and the host read port):
     // no collision logic around the block RAMs. Two copies of the counters, written alike:
     // one read by the pipeline, one by the host (a block RAM has two ports).
@@ -238,7 +240,7 @@ module wccp_stats (
     wire [63:0] a_unused0, a_unused1;
     /* verilator lint_on UNUSEDSIGNAL */
     wccp_bram #(.AW(6), .DW(64)) ram (
-        .clk(clk), .a_we(v2), .a_addr(a2), .a_wdata(wsum), .a_rdata(a_unused0),
+        .clk(clk), .a_we(v3), .a_addr(a3), .a_wdata(wsum3), .a_rdata(a_unused0),
         .b_addr(r_a), .b_rdata(q2));
     // issue: AND-OR of the selected source (sel is one-hot or zero)
     wire [5:0]  m_a = o_a[5:0] | o_a[11:6];
@@ -254,9 +256,11 @@ module wccp_stats (
         end
         a1 <= r_a; f1 <= r_f + {5'd0, r_x}; b1 <= r_b; v1 <= r_v && !rst; z1 <= r_z;
         a2 <= a1; f2 <= f1; b2 <= b1; v2 <= v1 && !rst; z2 <= z1;
+        a3 <= a2; v3 <= v2 && !rst; wsum3 <= wsum;
     end
     // operation issued (r_a) in cycle t: RAM read at the end of t, output register at the end
-    // of t+1, sum written at the end of t+2; the same source is next issued at t+3 or later
+    // of t+1, sum registered at the end of t+2 and written at the end of t+3; the same source
+    // is next issued at t+4 or later, so its read sees the write
     // ---------------- host read port ----------------
     // The address is registered; a read that meets the write of the same word in the same
     // cycle (undefined data) is repeated in the next cycle (the next write is to another word).
@@ -264,9 +268,9 @@ module wccp_stats (
     reg        hr_v, hr_hi, h_ok;
     reg [5:0]  hr_w;
     reg        h_ok2, hz1, hz2;     // hz: read before the RAM was cleared (reads as 0)
-    wire       h_col = v2 && (a2 == hr_w);
+    wire       h_col = v3 && (a3 == hr_w);
     wccp_bram #(.AW(6), .DW(64)) host_ram (
-        .clk(clk), .a_we(v2), .a_addr(a2), .a_wdata(wsum), .a_rdata(a_unused1),
+        .clk(clk), .a_we(v3), .a_addr(a3), .a_wdata(wsum3), .a_rdata(a_unused1),
         .b_addr(hr_w), .b_rdata(hq2));
     always @(posedge clk) begin
         hz1 <= !run;
