@@ -312,15 +312,17 @@ module wccp_decide #(
 
 
     // classification and GRE checks: registered every cycle from the latched bundle and the
-    // live configuration (both stable while a frame is decided), three stages deep; the
-    // state machine only waits for them (S_C1..S_C3)
+    // live configuration (both stable while a frame is decided), four stages deep (each
+    // slot's port, port compares, slot matches, first slot); the state machine only waits
+    // for them: the first slot is read in S_PRE, at the earliest 5 cycles after the latch
+    reg [127:0] c_port;          // slot*16: the frame's source or destination port
     integer cs, cj;
     always @(posedge clk) begin
         for (cs = 0; cs < 8; cs = cs + 1) begin
+            c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? f_sport : f_dport;
             for (cj = 0; cj < 8; cj = cj + 1)
-                c_peq[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 16] ==
-                                   (grp_flags[cs*32 + 5] ? f_sport : f_dport));
-            c_pz[cs] <= ((grp_flags[cs*32 + 5] ? f_sport : f_dport) == 16'd0);
+                c_peq[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 16] == c_port[cs*16 +: 16]);
+            c_pz[cs] <= (c_port[cs*16 +: 16] == 16'd0);
             c_protok[cs] <= grp_ctrl[cs*32] && (grp_svc[cs*32+24 +: 8] == 8'd0 ||
                                               grp_svc[cs*32+24 +: 8] == f_proto);
             c_needp[cs] <= (grp_svc[cs*32+24 +: 8] == 8'd6 || grp_svc[cs*32+24 +: 8] == 8'd17) &&
