@@ -143,8 +143,9 @@ module wccp_decide #(
         S_AW3 = 40,
         S_MA2B = 41,
         S_MTW3 = 42,
-        S_CW3 = 43;
-    localparam integer NS = 44;
+        S_CW3 = 43,
+        S_CK = 44;
+    localparam integer NS = 45;
     // one-hot state (shallow next-state logic)
     reg [NS-1:0] state;
     assign busy = !state[S_IDLE];
@@ -276,6 +277,7 @@ module wccp_decide #(
     reg [SNW-1:0] t0_s, t1_s, t2_s, t3_s, t4_s;
     // comparisons of the table words read for t2 (registered twice: t3 halves, t4 result)
     reg        ip_hi, ip_lo, mac_ok;
+    reg        ck_known, ck_l2;       // S_CK: the chosen cache's flags
     reg  [3:0] mac_q;
     reg        sc_ipeq, sc_maceq;
     always @(posedge clk) begin
@@ -639,13 +641,19 @@ module wccp_decide #(
             end
             state[S_CW1]: state <= oh(S_CW2);
             state[S_CW2]: state <= oh(S_CW3);
-            state[S_CW3]: state <= oh(S_C);
+            state[S_CW3]: state <= oh(S_CK);
+            state[S_CK]: begin
+                // the cache's learnt and method flags registered before they steer S_C
+                ck_known <= ln_rdata[52] && ln_rdata[53];
+                ck_l2 <= (cm_rdata[1:0] == 2'd2);
+                state <= oh(S_C);
+            end
             state[S_C]: begin
                 cache_ip <= ca_rdata;
-                if (!(ln_rdata[52] && ln_rdata[53])) begin
+                if (!ck_known) begin
                     ev_cause[C_UNKN] <= 1'b1;
                     state <= oh(S_OUT);
-                end else if (cm_rdata[1:0] == 2'd2) begin
+                end else if (ck_l2) begin
                     ev_cause[C_L2] <= 1'b1;
                     ev_cache <= 1'b1;
                     ev_cache_idx <= cidx[4:0];
