@@ -174,6 +174,7 @@ module wccp_builder #(
     wire can_issue = run && (occ < DEPTH - 1);
     // accepted action, applied in the next cycle (ld)
     reg        ld, a_skip, a_port;
+    reg        idle_r;
     reg [BUF_AW-1:0] a_start;
     reg [10:0] a_flen, a_src_off, a_copy;
     reg [5:0]  a_hlen;
@@ -190,6 +191,7 @@ module wccp_builder #(
             wp <= 3'd0; rp <= 3'd0; cnt <= 4'd0; occ <= 4'd0; ld <= 1'b0;
             run <= 1'b0; s1_v <= 1'b0; s2_v <= 1'b0; s3_v <= 1'b0; req <= 2'b00;
             rel_ptr <= {BUF_AW{1'b0}};
+            idle_r <= 1'b0;
             k <= 12'd0; tlast <= 12'd0; in_hdr <= 1'b0;
         end else begin
             // stage 2: write into FIFO
@@ -238,7 +240,10 @@ module wccp_builder #(
             // accept a new action once the previous frame has been handed over completely;
             // the header fields are loaded now, the rest one cycle later from registers (timing)
             ld <= 1'b0;
-            if (!run && !ld && !act_ready && act_valid && req == 2'b00 && !s1_v && !s2_v && !s3_v && cnt == 4'd0) begin
+            // idle: nothing running or in flight (registered: a builder that was idle in the
+            // last cycle and accepted nothing then is still idle, nothing else starts work)
+            idle_r <= !run && !ld && !act_ready && req == 2'b00 && !s1_v && !s2_v && !s3_v && cnt == 4'd0;
+            if (idle_r && !ld && !act_ready && act_valid) begin
                 act_ready <= 1'b1;
                 ld <= 1'b1;
                 a_skip <= act_drop || (act_copy_len == 11'd0 && act_hlen == 6'd0);
