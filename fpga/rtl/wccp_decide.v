@@ -362,6 +362,17 @@ module wccp_decide #(
         end
     endtask
 
+    // action fields that only depend on the configuration or the latched bundle follow them
+    // every cycle (both are stable from the latch until the action is taken; a commit waits
+    // for idle engines): no enable from the state machine
+    always @(posedge clk) begin
+        act_smac <= appl_mac;
+        act_vlan <= f_vlan;
+        act_tci <= f_tci;
+        act_tl <= gre_tl_r;
+        act_rid <= router_id;
+    end
+
     always @(posedge clk) begin
         in_ready <= 1'b0;
         ev_cause <= 11'd0;
@@ -504,9 +515,6 @@ module wccp_decide #(
                         act_hlen <= f_vlan ? 6'd18 : 6'd14;
                         act_kind <= 2'd3;
                         act_dmac <= r_decmac;
-                        act_smac <= appl_mac;
-                        act_vlan <= f_vlan;
-                        act_tci <= f_tci;
                         act_src_off <= r_dec_off;
                         act_copy_len <= r_il;
                     end
@@ -661,7 +669,6 @@ module wccp_decide #(
                     act_hlen <= 6'd12;
                     act_kind <= 2'd1;
                     act_dmac <= ln_rdata[47:0];
-                    act_smac <= appl_mac;
                     act_src_off <= 11'd12;
                     act_copy_len <= l2_copy;
                     state <= oh(S_OUT);
@@ -694,12 +701,7 @@ module wccp_decide #(
             state[S_GRE4]: begin
                 act_hlen <= f_vlan ? 6'd46 : 6'd42;
                 act_kind <= 2'd2;
-                act_smac <= appl_mac;
-                act_vlan <= f_vlan;
-                act_tci <= f_tci;
-                act_tl <= gre_tl_r;
                 act_csum <= ~(cs4[15:0] + {15'd0, cs4[16]});
-                act_rid <= router_id;
                 act_cip <= cache_ip;
                 act_rh <= rh;
                 act_src_off <= l2len;
