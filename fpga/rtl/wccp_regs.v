@@ -52,6 +52,7 @@ module wccp_regs #(
     output reg           cc_rd,
     output reg           bc_rd
 );
+    reg                  hold2, busy_r;
 `include "wccp_regmap.vh"
 
     // ---------------- shadow configuration ----------------
@@ -183,6 +184,7 @@ module wccp_regs #(
             lz_hi <= 1'b1; lz_lo <= 1'b1;
             prescale <= CLK_PER_US - 1; commits <= 32'd0;
             live <= 1'b0; hold <= 1'b0; commit_req <= 1'b0; commit_copy <= 1'b0;
+            hold2 <= 1'b0; busy_r <= 1'b1;
             ln_wr <= 1'b0; active <= 1'b0;
         end else begin
             // ---- watchdog ----
@@ -200,9 +202,14 @@ module wccp_regs #(
             active <= control[0] && wdt_armed;
 
             // ---- commit sequencing ----
+            // engines_busy is registered (it comes from both engines' state machines); it is
+            // only trusted once hold was already set in the cycle it was sampled, so that no
+            // engine can have started in between
+            busy_r <= engines_busy;
+            hold2 <= hold;
             if (commit_req) begin
                 hold <= 1'b1;
-                if (hold && !engines_busy) begin
+                if (hold && hold2 && !busy_r) begin
                     live <= ~live;
                     router_id <= s_router_id; appl_mac <= s_mac; mtu <= s_mtu; nh_mac <= s_nh;
                     grp_ctrl <= s_ctrl; grp_svc <= s_svc; grp_flags <= s_flags; grp_ports <= s_ports;
