@@ -11,7 +11,7 @@
 // is about 1 ns. Widths: 1024 x 18 (AW <= 10), 2048 x 9 (11), 4096 x 4 (12); several tiles
 // side by side for wider words. Pins follow yosys' brams_map_16kd.v: the word address sits
 // in AD[13:4] / AD[13:3] / AD[13:2], and in x18 mode AD[1:0] are the two byte-write enables.
-// fpga/tb/ecp5_sim.v models DP16KD; tests/test_bram.py checks that model against yosys'
+// fpga/tb/ecp5_sim.v models DP16KD; fpga/tb/wccp_bram checks that model against yosys'
 // own DP16KD mapping and this wrapper against the behavioural branch below.
 `timescale 1ns / 1ps
 `default_nettype none
@@ -44,6 +44,10 @@ module wccp_bram #(
     wire [13:0] adb = b14 << SH;
     genvar t, j;
     generate
+        if (AW < 2 || AW > 12) begin : g_bad_aw
+            // no tile shape for this depth: fail elaboration instead of aliasing addresses
+            wccp_bram_aw_must_be_2_to_12 unsupported ();
+        end
         for (t = 0; t < NT; t = t + 1) begin : g_tile
             wire [17:0] di;
             /* verilator lint_off UNUSEDSIGNAL */

@@ -58,8 +58,8 @@ module wccp_cnt_ram #(
     wire [AW-1:0] p1_idx = h1[AW+11:12];
 
     // op: 0 issue (address registered), 1 RAM read, 2 RAM output register, 3 fabric
-    // register, 4 result (host read
-    // data / increment computed; the write happens in the next cycle, before the next read)
+    // register, 4 result (host read data / increment computed; the write happens in the next
+    // cycle, before the next read)
     reg [2:0]    op;
     reg          op_inc;
     reg [11:0]   op_b;

@@ -255,7 +255,6 @@ module wccp_decide #(
         bit16 = v[i];
     endfunction
 
-
     // ---- cache-table scan pipeline ----
     function [5:0] nclamp;        // entries that take part in the scan: min(ncache, 32)
         input [5:0] n;

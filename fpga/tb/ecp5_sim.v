@@ -45,7 +45,7 @@ module EHXPLLL #(
 endmodule
 
 // DP16KD (ECP5 16 kbit true dual-port block RAM), enough of it for the RAMs in this design
-// and for the netlists yosys makes from inferred memories (tests/test_bram.py):
+// and for the netlists yosys makes from inferred memories (fpga/tb/wccp_bram):
 // DATA_WIDTH 18/9/4/2/1 (the word address in AD[13:4]/[13:3]/[13:2]/[13:1]/[13:0]; in x18
 // mode AD[1:0] enable the write of DI[8:0]/DI[17:9]), REGMODE NOREG/OUTREG (OCE enables the
 // output register), WRITEMODE NORMAL (a write leaves the port's output unchanged) /

@@ -47,14 +47,9 @@ def load(path, top):
     return mod
 
 
-def analyse(mod):
-    cells = mod["cells"]
-    names = {}
-    for n, v in mod["netnames"].items():
-        for b in v["bits"]:
-            if isinstance(b, int) and (b not in names or (v.get("hide_name") == 0 and names[b][1])):
-                names[b] = (n, v.get("hide_name", 1))
-    driver = {}        # bit -> (cell, port)
+def connectivity(cells):
+    """driver: bit -> (cell, output port); loads: bit -> [(cell, input port)]."""
+    driver = {}
     loads = collections.defaultdict(list)
     for cn, c in cells.items():
         dirs = c.get("port_directions", {})
@@ -66,6 +61,17 @@ def analyse(mod):
                     driver[b] = (cn, p)
                 else:
                     loads[b].append((cn, p))
+    return driver, loads
+
+
+def analyse(mod):
+    cells = mod["cells"]
+    names = {}
+    for n, v in mod["netnames"].items():
+        for b in v["bits"]:
+            if isinstance(b, int) and (b not in names or (v.get("hide_name") == 0 and names[b][1])):
+                names[b] = (n, v.get("hide_name", 1))
+    driver, _loads = connectivity(cells)
 
     arrival = {}       # bit -> (time, prev bit, cell)
 
@@ -159,14 +165,7 @@ def regmode(c, port):
 def bram_ports(cells):
     """[(cell, port, regmode, Counter of load cell types on its DO bits)] for every DP16KD
     read port whose data is used."""
-    loads = collections.defaultdict(list)
-    for c in cells.values():
-        dirs = c.get("port_directions", {})
-        for p, bits in c["connections"].items():
-            if dirs.get(p) != "output":
-                for b in bits:
-                    if isinstance(b, int):
-                        loads[b].append(c["type"])
+    _driver, loads = connectivity(cells)
     out = []
     for cn, c in sorted(cells.items()):
         if c["type"] != "DP16KD":
@@ -177,7 +176,7 @@ def bram_ports(cells):
                 if re.fullmatch("DO%s\\d+" % port, p):
                     for b in bits:
                         if isinstance(b, int):
-                            kinds.update(loads[b])
+                            kinds.update(cells[lc]["type"] for lc, _lp in loads[b])
             if kinds:
                 out.append((cn, port, regmode(c, port), kinds))
     return out

@@ -1,4 +1,4 @@
-// Reference for tests/…/test_wccp_bram.py: the same ports and timing as wccp_bram, written
+// Reference for test_wccp_bram.py: the same ports and timing as wccp_bram, written
 // as a plain inferred memory so that yosys maps it to DP16KD itself (its own NOREG mapping,
 // then fabric registers). Simulating that netlist checks fpga/tb/ecp5_sim.v's DP16KD model
 // against yosys' understanding of the primitive's pins.
