@@ -51,10 +51,18 @@ def test_synth_colorlight_5a75b_flow():
             assert any(phy in clk and mhz >= 125.0 for clk, mhz in rep["fmax_mhz"].items()), rep["fmax_mhz"]
         core = [mhz for clk, mhz in rep["fmax_mhz"].items() if clk.endswith("$clk")]
         assert core and core[0] >= 125.0, rep["fmax_mhz"]
+        # every core-clock endpoint against the 150 MHz goal (fpga/tools/endpoints.py): the
+        # slowest listed register is nextpnr's critical path, i.e. 1000 / Fmax
+        goal = rep["goal_150mhz"]
+        assert goal["endpoints"] > 10000 and abs(goal["period_ns"] - 1000.0 / 150) < 1e-6, goal
+        if core[0] < 149.9:
+            assert goal["failing"] > 0 and abs(goal["groups"][0][2] - 1000.0 / core[0]) < 0.02, (goal, core)
+        elif core[0] > 150.1:
+            assert goal["failing"] == 0, (goal, core)
         bit = open(rep["bitstream"], "rb").read()
         assert bit[:2] == b"\xff\x00" and b"\xff\xff\xbd\xb3" in bit     # comment header, ECP5 preamble
         text = summarise(rep, fb["fpga"])
-        assert "Fmax" in text and "TRELLIS_COMB" in text and "CABGA256" in text
+        assert "Fmax" in text and "TRELLIS_COMB" in text and "CABGA256" in text and "150 MHz goal" in text
         # the same inputs again: served from the cache, same numbers, same bitstream
         p2 = wccp("synth", "--board", "colorlight_5a75b", "--out", out + "-again", "--json", timeout=120)
         assert p2.returncode == 0, p2.stderr[-2000:]

@@ -157,6 +157,30 @@ module wccp_regs #(
         reg_rvalid <= r_v2 && !rst;
     end
 
+    // ---------------- commit ----------------
+    // The swap is decided one cycle ahead (commit_go) and applied when commit_now is set:
+    // the engines stay held through that cycle (hold clears with the swap). The live copy
+    // enables come from registered copies of the same strobe, one for the globals and one
+    // per slot (kept apart from yosys' merging by wccp_rst_buf's keep_hierarchy), so no
+    // single net steers the ~1 700 live configuration flip-flops.
+    reg          commit_now;
+    wire         commit_go = !rst && commit_req && hold && hold2 && !busy_r && !commit_now;
+    wire [8:0]   cm;                   // [8] globals, [7:0] slots
+    always @(posedge clk) commit_now <= commit_go;
+    genvar gc;
+    generate
+        for (gc = 0; gc < 9; gc = gc + 1) begin : g_cm
+            wccp_rst_buf cmb (.clk(clk), .d(commit_go), .q(cm[gc]));
+        end
+    endgenerate
+    always @(posedge clk) begin
+        if (rst) begin
+            router_id <= 32'd0; appl_mac <= 48'd0; mtu <= 16'd1500; nh_mac <= 96'd0;
+        end else if (cm[8]) begin
+            router_id <= s_router_id; appl_mac <= s_mac; mtu <= s_mtu; nh_mac <= s_nh;
+        end
+    end
+
     // ---------------- watchdog timing ----------------
     // prescaler: one tick per microsecond (registered compare); wdt_left <= 1 is kept in two
     // registered halves: set with the value loaded, recomputed one cycle after a decrement
@@ -172,13 +196,12 @@ module wccp_regs #(
         end
     end
 
+    always @(posedge clk) t_data <= d_wd;   // (qualified by t_wr: no enable)
     always @(posedge clk) begin
         t_wr <= 1'b0;
         copy_start <= 1'b0;
         if (rst) begin
             s_router_id <= 32'd0; s_mac <= 48'd0; s_mtu <= 16'd1500; s_nh <= 96'd0;
-            router_id <= 32'd0; appl_mac <= 48'd0; mtu <= 16'd1500; nh_mac <= 96'd0;
-            grp_ctrl <= 256'd0; grp_svc <= 256'd0; grp_flags <= 256'd0; grp_ports <= 1024'd0;
             control <= 32'd0; wdt_timeout <= WDT_RESET_US; wdt_left <= 32'd0; wdt_armed <= 1'b0;
             to_hi <= (WDT_RESET_US < 65536); to_lo <= (WDT_RESET_US <= 1); to_nz <= (WDT_RESET_US != 0);
             lz_hi <= 1'b1; lz_lo <= 1'b1;
@@ -209,10 +232,8 @@ module wccp_regs #(
             hold2 <= hold;
             if (commit_req) begin
                 hold <= 1'b1;
-                if (hold && hold2 && !busy_r) begin
+                if (commit_now) begin
                     live <= ~live;
-                    router_id <= s_router_id; appl_mac <= s_mac; mtu <= s_mtu; nh_mac <= s_nh;
-                    grp_ctrl <= s_ctrl; grp_svc <= s_svc; grp_flags <= s_flags; grp_ports <= s_ports;
                     commits <= commits + 32'd1;
                     commit_req <= 1'b0;
                     commit_copy <= 1'b1;
@@ -257,8 +278,8 @@ module wccp_regs #(
             if (w_cache) begin
                 // a[9:7] slot, a[6:2] cache, a[1:0] register
                 case (d_a[1:0])
-                2'd0: begin t_wr <= 1'b1; t_sel <= 3'd0; t_addr <= {2'b00, d_a[9:2]}; t_data <= d_wd; end
-                2'd1: begin t_wr <= 1'b1; t_sel <= 3'd1; t_addr <= {2'b00, d_a[9:2]}; t_data <= d_wd; end
+                2'd0: begin t_wr <= 1'b1; t_sel <= 3'd0; t_addr <= {2'b00, d_a[9:2]}; end
+                2'd1: begin t_wr <= 1'b1; t_sel <= 3'd1; t_addr <= {2'b00, d_a[9:2]}; end
                 2'd2: begin
                     ln_wr <= 1'b1;
                     ln_idx <= d_a[9:2];
@@ -267,12 +288,12 @@ module wccp_regs #(
                 default: ln_stage <= d_wd;
                 endcase
             end
-            if (w_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; t_addr <= {1'b0, d_a[8:0]}; t_data <= d_wd; end
+            if (w_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; t_addr <= {1'b0, d_a[8:0]}; end
             if (w_maskset) begin
                 // a[6:4] slot, a[3:1] set (0..3 used), a[0] word
-                t_wr <= 1'b1; t_sel <= 3'd3; t_addr <= {4'd0, d_a[6:4], d_a[2:1], d_a[0]}; t_data <= d_wd;
+                t_wr <= 1'b1; t_sel <= 3'd3; t_addr <= {4'd0, d_a[6:4], d_a[2:1], d_a[0]};
             end
-            if (w_masktab) begin t_wr <= 1'b1; t_sel <= 3'd4; t_addr <= d_a[9:0]; t_data <= d_wd; end
+            if (w_masktab) begin t_wr <= 1'b1; t_sel <= 3'd4; t_addr <= d_a[9:0]; end
         end
     end
 
@@ -293,38 +314,52 @@ module wccp_regs #(
                      ({32{r_sel2[`WCCP_MTU]}} & {16'd0, s_mtu});
     end
 
-    // shadow group configuration and slot counters: constant-index registers per slot
-    // group writes are applied one cycle after decode (timing: wide fan-out)
-    reg        gw_en;
-    reg [2:0]  gw_slot;
-    reg [4:0]  gw_off;
-    reg [31:0] gw_data;
+    // shadow group configuration: the write is decoded to one strobe per (slot, register)
+    // and the data copied per slot, both registered, then applied (timing: wide fan-out).
+    // A slot's data copy loads only for writes to that slot, so yosys keeps the copies.
+    reg [55:0]  gw_hit;                // slot * 7 + register
+    reg [255:0] gw_d;
+    integer gk, gr;
     always @(posedge clk) begin
-        gw_en <= !rst && p_wr && in_group;
-        gw_slot <= a[7:5];
-        gw_off <= a[4:0];
-        gw_data <= p_wd;
+        for (gk = 0; gk < 8; gk = gk + 1) begin
+            for (gr = 0; gr < 7; gr = gr + 1)
+                gw_hit[gk * 7 + gr] <= !rst && p_wr && in_group && a[7:5] == gk[2:0] &&
+                                       a[4:0] == gr[4:0];
+            if (p_wr && in_group && a[7:5] == gk[2:0]) gw_d[gk * 32 +: 32] <= p_wd;
+        end
     end
     genvar gs;
     generate
         for (gs = 0; gs < 8; gs = gs + 1) begin : g_slot_regs
+            wire [31:0] d = gw_d[gs * 32 +: 32];
             always @(posedge clk) begin
                 if (rst) begin
                     s_ctrl[gs*32 +: 32] <= 32'd0;
                     s_svc[gs*32 +: 32] <= 32'd0;
                     s_flags[gs*32 +: 32] <= 32'd0;
                     s_ports[gs*128 +: 128] <= 128'd0;
-                end else if (gw_en && gw_slot == gs) begin
-                    case (gw_off)
-                    5'd0: s_ctrl[gs*32 +: 32] <= gw_data;
-                    5'd1: s_svc[gs*32 +: 32] <= gw_data;
-                    5'd2: s_flags[gs*32 +: 32] <= gw_data;
-                    5'd3: s_ports[gs*128 + 96 +: 32] <= gw_data;
-                    5'd4: s_ports[gs*128 + 64 +: 32] <= gw_data;
-                    5'd5: s_ports[gs*128 + 32 +: 32] <= gw_data;
-                    5'd6: s_ports[gs*128 +: 32] <= gw_data;
-                    default: ;
-                    endcase
+                end else begin
+                    if (gw_hit[gs * 7 + 0]) s_ctrl[gs*32 +: 32] <= d;
+                    if (gw_hit[gs * 7 + 1]) s_svc[gs*32 +: 32] <= d;
+                    if (gw_hit[gs * 7 + 2]) s_flags[gs*32 +: 32] <= d;
+                    if (gw_hit[gs * 7 + 3]) s_ports[gs*128 + 96 +: 32] <= d;
+                    if (gw_hit[gs * 7 + 4]) s_ports[gs*128 + 64 +: 32] <= d;
+                    if (gw_hit[gs * 7 + 5]) s_ports[gs*128 + 32 +: 32] <= d;
+                    if (gw_hit[gs * 7 + 6]) s_ports[gs*128 +: 32] <= d;
+                end
+            end
+            // live copy of this slot, on its own commit strobe
+            always @(posedge clk) begin
+                if (rst) begin
+                    grp_ctrl[gs*32 +: 32] <= 32'd0;
+                    grp_svc[gs*32 +: 32] <= 32'd0;
+                    grp_flags[gs*32 +: 32] <= 32'd0;
+                    grp_ports[gs*128 +: 128] <= 128'd0;
+                end else if (cm[gs]) begin
+                    grp_ctrl[gs*32 +: 32] <= s_ctrl[gs*32 +: 32];
+                    grp_svc[gs*32 +: 32] <= s_svc[gs*32 +: 32];
+                    grp_flags[gs*32 +: 32] <= s_flags[gs*32 +: 32];
+                    grp_ports[gs*128 +: 128] <= s_ports[gs*128 +: 128];
                 end
             end
         end

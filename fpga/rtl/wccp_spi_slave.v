@@ -25,8 +25,13 @@ module wccp_spi_slave (
         cs_s <= {cs_s[0], spi_cs_n};
         mosi_s <= {mosi_s[0], spi_mosi};
     end
-    wire sck_rise = (sck_s[2:1] == 2'b01);
-    wire cs_act   = !cs_s[1];
+    // Edge and select are registered one stage early (timing): sck_rise is exactly
+    // sck_s[2:1] == 2'b01 and cs_act is !cs_s[1], without a LUT in front of the enables.
+    reg  sck_rise, cs_act;
+    always @(posedge clk) begin
+        sck_rise <= (sck_s[1:0] == 2'b01);
+        cs_act <= !cs_s[0];
+    end
 
     reg [2:0]  bitn;
     reg [6:0]  sh;
@@ -36,9 +41,17 @@ module wccp_spi_slave (
     reg [31:0] rd_word, sh_out;
     reg        rd_dummy_done, load_d;
     wire [7:0] byte_in = {sh[6:0], mosi_s[1]};
-    // last bit of the dummy byte or of a read data word: the next word goes onto MISO
-    wire       load_now = (bitn == 3'd7) && (nbyte == 3'd4) && (cmd == 8'h03) &&
-                          (!rd_dummy_done || wbyte == 2'd3);
+    // The byte-phase decodes are registered every cycle: bitn, nbyte, cmd, wbyte and
+    // rd_dummy_done change only on sck_rise (or while deselected), and sck_rise is never
+    // high two cycles in a row, so at every sck_rise the registered decode equals the
+    // combinational one. load_now: last bit of the dummy byte or of a read data word (the
+    // next word goes onto MISO).
+    reg        wd_phase, load_now;
+    always @(posedge clk) begin
+        wd_phase <= (bitn == 3'd7) && (nbyte == 3'd4) && (cmd == 8'h02);
+        load_now <= (bitn == 3'd7) && (nbyte == 3'd4) && (cmd == 8'h03) &&
+                    (!rd_dummy_done || wbyte == 2'd3);
+    end
 
     assign spi_miso = sh_out[31];
 
@@ -83,7 +96,6 @@ module wccp_spi_slave (
                     end
                     default: begin
                         if (cmd == 8'h02) begin
-                            reg_wdata <= {reg_wdata[23:0], byte_in};
                             wbyte <= wbyte + 2'd1;
                             if (wbyte == 2'd3) reg_wr <= 1'b1;
                         end else if (cmd == 8'h03) begin
@@ -95,6 +107,7 @@ module wccp_spi_slave (
                 end
             end
             if (reg_wr) reg_addr <= reg_addr + 24'd1;
+            if (sck_rise && wd_phase) reg_wdata <= {reg_wdata[23:0], byte_in};
             load_d <= sck_rise && load_now;
             if (load_d) reg_rd <= 1'b1;   // prefetch the next word (address already incremented)
         end

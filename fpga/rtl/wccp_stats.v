@@ -99,19 +99,17 @@ module wccp_stats (
             reg         tv, dv;
             reg  [11:0] tl;
             reg  [1:0]  dk;
-            // accumulators: the fold takes the sum including this cycle's event and clears
-            // (a synchronous reset: no multiplexer)
-            wire [5:0]  s_af = af + {5'd0, e_rx};
-            wire [12:0] s_ab = ab + (e_rx ? {1'b0, ev_rx_len[p*12 +: 12]} : 13'd0);
-            wire [5:0]  s_rf = rf + {5'd0, e_drop[0]};
+            // accumulators: the fold takes the registered sum (events before this cycle) and
+            // the accumulator restarts with this cycle's event (no adder before the fold)
+            wire [12:0] e_len = e_rx ? {1'b0, ev_rx_len[p*12 +: 12]} : 13'd0;
             always @(posedge clk) begin
-                if (rst || t_rx) begin
-                    af <= 6'd0; ab <= 13'd0;
+                if (rst) begin
+                    af <= 6'd0; ab <= 13'd0; rf <= 6'd0;
                 end else begin
-                    af <= s_af; ab <= s_ab;
+                    af <= (t_rx ? 6'd0 : af) + {5'd0, e_rx};
+                    ab <= (t_rx ? 13'd0 : ab) + e_len;
+                    rf <= (t_runt ? 6'd0 : rf) + {5'd0, e_drop[0]};
                 end
-                if (rst || t_runt) rf <= 6'd0;
-                else rf <= s_rf;
             end
             always @(posedge clk) begin
                 if (rst) begin
@@ -133,13 +131,18 @@ module wccp_stats (
             end
 
             // decision FIFO (distributed RAM, registered head)
-            wire [9:0] e_c = ev_cause[p*11 +: 10];
-            wire       e_s = ev_slot[p];
+            // the decision event is registered first (it comes from the engine, far away)
+            reg  [25:0] e_rec;
+            reg         e_any;
+            always @(posedge clk) begin
+                e_rec <= {ev_cause[p*11 +: 10], ev_slot[p], ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
+                e_any <= !rst && (ev_slot[p] || (|ev_cause[p*11 +: 10]));
+            end
             reg  [25:0] fm [0:15];
             reg  [4:0]  fw, fr;
             always @(posedge clk) begin
-                if (e_s || (|e_c))
-                    fm[fw[3:0]] <= {e_c, e_s, ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
+                if (e_any)
+                    fm[fw[3:0]] <= e_rec;
             end
             wire [25:0] fh = fm[fr[3:0]];
             reg         hv;           // head holds a record with something left to count
@@ -187,7 +190,7 @@ module wccp_stats (
                     nf <= 1'b0; nc <= 1'b0; ns <= 1'b0; nl <= 1'b0;
                     na <= 6'd0; nb <= 12'd0;
                 end else begin
-                    if ((e_s || (|e_c)) && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
+                    if (e_any && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
                     if (t_dec && nf) begin
                         if (nc) begin
                             hc <= hc & (hc - 10'd1);
@@ -214,10 +217,10 @@ module wccp_stats (
             assign o_a[p*6 +: 6] = ({6{t_dec}} & na) | ({6{t_rx}} & base) |
                                    ({6{t_tx}} & (base | 6'd1)) | ({6{t_runt}} & (base | 6'd2)) |
                                    ({6{t_dr}} & (base + 6'd3 + {4'd0, dk}));
-            // (frames: accumulator plus this cycle's event as a separate bit, added later)
+            // (frames: the accumulators; one frame for single events, added later as r_x)
             assign o_f[p*6 +: 6] = ({6{t_rx}} & af) | ({6{t_runt}} & rf);
-            assign o_x[p] = (t_rx & e_rx) | (t_runt & e_drop[0]) | (t_dec & nf) | (t_tx & tv) | (t_dr & dv);
-            assign o_b[p*13 +: 13] = ({13{t_rx}} & s_ab) | ({13{t_tx & tv}} & {1'b0, tl}) |
+            assign o_x[p] = (t_dec & nf) | (t_tx & tv) | (t_dr & dv);
+            assign o_b[p*13 +: 13] = ({13{t_rx}} & ab) | ({13{t_tx & tv}} & {1'b0, tl}) |
                                      ({13{t_dec}} & {1'b0, nb});
         end
     endgenerate

@@ -54,6 +54,11 @@ def summarise(rep, fpga):
         if cell in util:
             used, total = util[cell]
             lines.append("util %-14s %6d / %6d  %5.1f%%" % (cell, used, total, 100.0 * used / total if total else 0))
+    goal = rep.get("goal_150mhz")
+    if goal:
+        lines.append("150 MHz goal: %d of %d core-clock endpoints over %.3f ns%s" % (
+            goal["failing"], goal["endpoints"], goal["period_ns"],
+            "".join("\n  %6.2f ns %5d  %s" % (g[2], g[1], g[0]) for g in goal["groups"][:10])))
     if rep.get("bitstream"):
         lines.append("bitstream: %s (%d bytes)" % (rep["bitstream"], os.path.getsize(rep["bitstream"])
                                                    if os.path.exists(rep["bitstream"]) else 0))

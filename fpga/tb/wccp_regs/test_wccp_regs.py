@@ -383,5 +383,6 @@ async def test_watchdog(dut):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_regs(sim):
-    wccp_tb.run_sim(sim, "wccp_regs", __file__, sources=[wccp_tb.RTL / "wccp_regs.v"],
+    wccp_tb.run_sim(sim, "wccp_regs", __file__,
+                    sources=[wccp_tb.RTL / "wccp_regs.v", wccp_tb.RTL / "wccp_rst_buf.v"],
                     parameters={"CLK_PER_US": CLK_PER_US})
