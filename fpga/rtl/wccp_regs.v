@@ -90,6 +90,14 @@ module wccp_regs #(
         z_pc <= ({reg_addr[23:6], 6'd0} == `WCCP_PORTCNT_BASE);
         z_sc <= ({reg_addr[23:7], 7'd0} == `WCCP_SLOTCNT_BASE);
     end
+    // one-hot register offset (a[4:0]) and slot (a[7:5]) of the access, registered with it
+    reg  [31:0] a_oh;
+    reg  [7:0]  a_slot;
+    integer ko;
+    always @(posedge clk) begin
+        for (ko = 0; ko < 32; ko = ko + 1) a_oh[ko] <= (reg_addr[4:0] == ko[4:0]);
+        for (ko = 0; ko < 8; ko = ko + 1) a_slot[ko] <= (reg_addr[7:5] == ko[2:0]);
+    end
     // stage 2 decodes (registered below)
     wire        in_glob = z_glob;
     wire        in_group = z_grp;
@@ -114,18 +122,18 @@ module wccp_regs #(
     always @(posedge clk) begin
         d_a <= a[9:0];
         d_wd <= p_wd;
-        w_ctrl <= p_wr && in_glob && (a[4:0] == `WCCP_CONTROL);
-        w_hb <= p_wr && in_glob && (a[4:0] == `WCCP_HEARTBEAT);
-        w_wdt <= p_wr && in_glob && (a[4:0] == `WCCP_WDT_TIMEOUT);
-        w_commit <= p_wr && in_glob && (a[4:0] == `WCCP_COMMIT) && p_wd[0];
-        w_rid <= p_wr && in_glob && (a[4:0] == `WCCP_ROUTER_ID);
-        w_mac_hi <= p_wr && in_glob && (a[4:0] == `WCCP_MAC_HI);
-        w_mac_lo <= p_wr && in_glob && (a[4:0] == `WCCP_MAC_LO);
-        w_mtu <= p_wr && in_glob && (a[4:0] == `WCCP_MTU);
-        w_nh[0] <= p_wr && in_glob && (a[4:0] == `WCCP_NEXTHOP_MAC_HI);
-        w_nh[1] <= p_wr && in_glob && (a[4:0] == `WCCP_NEXTHOP_MAC_LO);
-        w_nh[2] <= p_wr && in_glob && (a[4:0] == `WCCP_NEXTHOP_MAC_HI + 2);
-        w_nh[3] <= p_wr && in_glob && (a[4:0] == `WCCP_NEXTHOP_MAC_LO + 2);
+        w_ctrl <= p_wr && in_glob && a_oh[`WCCP_CONTROL];
+        w_hb <= p_wr && in_glob && a_oh[`WCCP_HEARTBEAT];
+        w_wdt <= p_wr && in_glob && a_oh[`WCCP_WDT_TIMEOUT];
+        w_commit <= p_wr && in_glob && a_oh[`WCCP_COMMIT] && p_wd[0];
+        w_rid <= p_wr && in_glob && a_oh[`WCCP_ROUTER_ID];
+        w_mac_hi <= p_wr && in_glob && a_oh[`WCCP_MAC_HI];
+        w_mac_lo <= p_wr && in_glob && a_oh[`WCCP_MAC_LO];
+        w_mtu <= p_wr && in_glob && a_oh[`WCCP_MTU];
+        w_nh[0] <= p_wr && in_glob && a_oh[`WCCP_NEXTHOP_MAC_HI];
+        w_nh[1] <= p_wr && in_glob && a_oh[`WCCP_NEXTHOP_MAC_LO];
+        w_nh[2] <= p_wr && in_glob && a_oh[`WCCP_NEXTHOP_MAC_HI + 2];
+        w_nh[3] <= p_wr && in_glob && a_oh[`WCCP_NEXTHOP_MAC_LO + 2];
         w_cache <= p_wr && in_cache;
         w_bucket <= p_wr && in_bucket;
         w_maskset <= p_wr && in_maskset;
@@ -151,7 +159,7 @@ module wccp_regs #(
     integer k;
     always @(posedge clk) begin
         for (k = 0; k < 12; k = k + 1)
-            r_sel[k] <= in_glob && (a[4:0] == k[4:0]);
+            r_sel[k] <= in_glob && a_oh[k];
         r_sel2 <= r_rd ? r_sel : 12'd0;
         r_v2 <= r_rd && !cc_rd && !bc_rd && !st_rd && !rst;
         reg_rvalid <= r_v2 && !rst;
@@ -323,9 +331,8 @@ module wccp_regs #(
     always @(posedge clk) begin
         for (gk = 0; gk < 8; gk = gk + 1) begin
             for (gr = 0; gr < 7; gr = gr + 1)
-                gw_hit[gk * 7 + gr] <= !rst && p_wr && in_group && a[7:5] == gk[2:0] &&
-                                       a[4:0] == gr[4:0];
-            if (p_wr && in_group && a[7:5] == gk[2:0]) gw_d[gk * 32 +: 32] <= p_wd;
+                gw_hit[gk * 7 + gr] <= !rst && p_wr && in_group && a_slot[gk] && a_oh[gr];
+            if (p_wr && in_group && a_slot[gk]) gw_d[gk * 32 +: 32] <= p_wd;
         end
     end
     genvar gs;

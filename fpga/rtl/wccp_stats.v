@@ -236,9 +236,9 @@ module wccp_stats (
     // no collision logic around the block RAMs. Two copies of the counters, written alike:
     // one read by the pipeline, one by the host (a block RAM has two ports).
     wire [63:0] q2, hq2;          // read data (RAM output registers), 2 cycles after the address
-    // a word being cleared reads as 0 (z2)
-    wire [63:0] q2z = q2 & {64{~z2}};
-    wire [63:0] wsum = {q2z[63:32] + {19'd0, b2}, q2z[31:0] + {26'd0, f2}};
+    // a word being cleared is written as 0 (z2: a synchronous reset of the sum register, no
+    // gate in front of the adders)
+    wire [63:0] wsum = {q2[63:32] + {19'd0, b2}, q2[31:0] + {26'd0, f2}};
     /* verilator lint_off UNUSEDSIGNAL */
     wire [63:0] a_unused0, a_unused1;
     /* verilator lint_on UNUSEDSIGNAL */
@@ -259,7 +259,9 @@ module wccp_stats (
         end
         a1 <= r_a; f1 <= r_f + {5'd0, r_x}; b1 <= r_b; v1 <= r_v && !rst; z1 <= r_z;
         a2 <= a1; f2 <= f1; b2 <= b1; v2 <= v1 && !rst; z2 <= z1;
-        a3 <= a2; v3 <= v2 && !rst; wsum3 <= wsum;
+        a3 <= a2; v3 <= v2 && !rst;
+        if (z2) wsum3 <= 64'd0;
+        else wsum3 <= wsum;
     end
     // operation issued (r_a) in cycle t: RAM read at the end of t, output register at the end
     // of t+1, sum registered at the end of t+2 and written at the end of t+3; the same source
