@@ -273,7 +273,9 @@ module wccp_stats (
     reg        hr_v, hr_hi, h_ok;
     reg [5:0]  hr_w;
     reg        h_ok2, hz1, hz2;     // hz: read before the RAM was cleared (reads as 0)
-    wire       h_col = v3 && (a3 == hr_w);
+    // h_col = v3 && (a3 == hr_w), registered from the values one cycle earlier
+    reg        h_col;
+    always @(posedge clk) h_col <= v2 && !rst && (a2 == (rd ? rd_word : hr_w));
     wccp_bram #(.AW(6), .DW(64)) host_ram (
         .clk(clk), .a_we(v3), .a_addr(a3), .a_wdata(wsum3), .a_rdata(a_unused1),
         .b_addr(hr_w), .b_rdata(hq2));
