@@ -100,6 +100,9 @@ module wccp_decide #(
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
     // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 30 + (cache entries of all slots) cycles.
+    // Values that only depend on the latched bundle, the configuration or other registers
+    // are registered every cycle (no enable); the outcome of each decision step is a
+    // registered flag, so that next-state logic and enables are a state bit and a flag.
     // ------------------------------------------------------------------------------------
     localparam integer
         S_IDLE = 0,
@@ -146,13 +149,10 @@ module wccp_decide #(
         S_CW3 = 43,
         S_CK = 44;
     localparam integer NS = 45;
-    // one-hot state (shallow next-state logic)
+    // one-hot state (next state written out per bit below)
     reg [NS-1:0] state;
+    reg [NS-1:0] nx;
     assign busy = !state[S_IDLE];
-    function [NS-1:0] oh;
-        input integer i;
-        oh = {{(NS-1){1'b0}}, 1'b1} << i;
-    endfunction
 
     // latched bundle
     reg [11:0] f_start;
@@ -169,18 +169,45 @@ module wccp_decide #(
     reg [7:0]  f_l4b4;
     reg [15:0] f_len4, f_len8;
 
-    integer s, j;
+    // the bundle registers follow the queue head while idle: a frame is taken in S_IDLE,
+    // so the last load is the taken frame (enable: the state bit, or for half of the bits
+    // its copy idle_f, low in reset, so that yosys keeps it apart)
+    reg idle_f;
+    always @(posedge clk) begin
+        idle_f <= !rst && nx[S_IDLE];
+        if (idle_f) begin
+            f_dst <= in_dst_mac; f_src <= in_src_mac; f_sip <= in_sip; f_dip <= in_dip;
+        end
+        if (state[S_IDLE]) begin
+            f_start <= in_start; f_flen <= in_flen;
+            f_vlan <= in_vlan; f_tci <= in_tci; f_is_ip <= in_is_ip; f_ip_ok <= in_ip_ok;
+            f_proto <= in_proto; f_sport <= in_sport;
+            f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
+            f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
+        end
+    end
 
-    // ---- classification, stage 1 (S_C1): per (slot, list entry) port equality ----
-    reg [63:0] c_peq;            // slot*8 + j
-    reg [7:0]  c_pz, c_protok, c_needp;
-    // ---- stage 2 (S_C2): slot match ----
-    reg [7:0]  smatch_r;
-    // ---- stage 3 (S_C3): first matching slot ----
-    reg [2:0]  msl;
-    reg        mfound;
-    reg [2:0]  first_slot;
-    reg        any_slot;
+    integer s, cs, cj, kq, kb, kc, ks;
+
+    // registers that depend on the configuration only, this engine's own copy
+    wccp_decide_cfg cfg (
+        .clk(clk), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .mtu(mtu),
+        .router_id(router_id), .svp(c_svp), .pr0(c_pr0), .needp(c_needp), .cnt(iss_cnt),
+        .mtu_r(mtu_r), .rid_sum(rid_sum));
+
+    // ---- classification (from the latched bundle and the configuration, every cycle) ----
+    // each slot's port; per (slot, list entry) port compares in bytes; slot port match,
+    // protocol match; slot match; first matching slot; its configuration
+    reg [127:0] c_port;          // slot*16: the frame's source or destination port
+    reg [63:0]  c_peqh, c_peql;  // slot*8 + j: high / low byte equal
+    reg [7:0]   c_pm, c_pz, c_preq, c_protok;
+    wire [63:0] c_svp;           // slot*8: the slot's protocol (a local copy)
+    wire [7:0]  c_pr0, c_needp;  // slot's protocol is 0; slot needs a port match
+    reg [7:0]   smatch_r;
+    reg [2:0]   msl;
+    reg         mfound;
+    reg [2:0]   first_slot;
+    reg         any_slot;
     always @(*) begin
         first_slot = 3'd0;
         any_slot = 1'b0;
@@ -191,52 +218,63 @@ module wccp_decide #(
             end
     end
 
-    // ---- GRE return checks, over S_C1..S_C3 ----
+    // ---- GRE return checks ----
     reg  [15:0] g_hlen4, g_prel, g_il, g_prel4, g_prelil;
-    reg         g_pre, g_ret_hit, g_ret_bad;
+    reg  [6:0]  g_m;             // GRE-to-us compares (router ID bytes, key word halves, proto)
+    reg  [3:0]  g_rb;            // bad-return length compares
+    reg         g_pre, g_ret_hit;
     reg  [10:0] r_dec_off, r_il;
     wire [10:0] l2len = f_vlan ? 11'd18 : 11'd14;
     wire        nib4  = (f_l4b4[7:4] == 4'd4);
     wire [15:0] hlen  = {10'd0, f_ihl, 2'b00};
+    // length compares as the borrow of a subtraction (a carry chain each)
+    wire [16:0] d_tl_hl4 = {1'b0, f_totlen} - {1'b0, g_hlen4};
+    wire [16:0] d_hl4_tl = {1'b0, g_hlen4} - {1'b0, f_totlen};
+    wire [16:0] d_tl_pl4 = {1'b0, f_totlen} - {1'b0, g_prel4};
+    wire [16:0] d_il_20  = {1'b0, g_il} - 17'd20;
+    wire [16:0] d_tl_pil = {1'b0, f_totlen} - {1'b0, g_prelil};
+    wire [16:0] d_mtu_tl;
 
     // ---- GRE encapsulation: total length, MTU check, outer checksum ----
     reg  [15:0] gre_tl_r;
+    wire [15:0] mtu_r;
+    assign d_mtu_tl = {1'b0, mtu_r} - {1'b0, gre_tl_r};
     reg         r_toobig;
     reg  [31:0] cache_ip;
-    reg  [19:0] rid_sum, cs1, cs2, cs3;
+    wire [19:0] rid_sum;
+    reg  [19:0] cs1, cs2, cs3;
     reg  [16:0] cs4;
-    always @(posedge clk) rid_sum <= 20'h0C52F + {4'd0, router_id[31:16]} + {4'd0, router_id[15:0]};
 
-    // ---- matched slot's configuration (registered in S_PRE) ----
+    // ---- matched slot's configuration (every cycle from msl) ----
     reg  [31:0] m_ctrl, m_svc, m_flags;
-    reg  [1:0]  r_assign;
     reg  [2:0]  r_nsets;
     reg  [5:0]  r_ncache;
     reg         r_fromc, r_dyn;
     reg  [7:0]  r_svcid;
     reg  [47:0] r_decmac;
+    reg  [3:0]  nh_nz4;
+    reg         nh_nz;
 
     function [7:0] fold32;
-        input [31:0] k;
-        fold32 = k[31:24] ^ k[23:16] ^ k[15:8] ^ k[7:0];
+        input [31:0] k32;
+        fold32 = k32[31:24] ^ k32[23:16] ^ k32[15:8] ^ k32[7:0];
     endfunction
-    wire [31:0] key1 = (m_flags[0] ? f_sip : 32'd0) ^ (m_flags[1] ? f_dip : 32'd0) ^
-                       (m_flags[2] ? {16'd0, f_sport} : 32'd0) ^ (m_flags[3] ? {16'd0, f_dport} : 32'd0);
-    wire [31:0] key2 = (m_flags[8] ? f_sip : 32'd0) ^ (m_flags[9] ? f_dip : 32'd0) ^
-                       (m_flags[10] ? {16'd0, f_sport} : 32'd0) ^ (m_flags[11] ? {16'd0, f_dport} : 32'd0);
+    // hash key sources folded to a byte (the fold is linear: the key's fold is their XOR)
+    reg  [7:0]  h_sip, h_dip, h_sp, h_dp;
 
-    // ---- decision outcome flags (registered in S_PRE2) ----
-    reg d_notip, d_inval, d_ret, d_retbad, d_nored, d_hash, d_mask;
+    // ---- decision outcome flags (every cycle; read in S_DEC) ----
+    reg x_retok, x_retbad, x_inval, x_slot, x_fromc, x_hash, x_mask, x_unass, x_out;
+    reg x_base, m_hash, m_mask;         // a slot applies; its assignment is hash / mask
+    reg [10:0] v_src_off, v_copy_len;  // S_DEC's action fields
 
     // ---- mask index: the 96-bit key and 7 bit positions, two stages ----
     wire [95:0] key96 = {f_sip, f_dip, f_sport, f_dport};
-    reg  [31:0] mw0, mw1;
+    reg  [31:0] mw0;
     reg  [111:0] ms_chunk;       // per position: the 16-bit key chunk it points into
     reg  [27:0]  ms_bit;         // per position: bit within the chunk
     reg  [6:0]   ms_en;          // per position: used and inside the key
     reg  [6:0]   midx;
-    reg  [55:0]  mpos;
-    always @(*) mpos = {mw1[23:0], mw0};
+    wire [55:0]  mpos = {mp_rdata[23:0], mw0};   // word 1 stays on mp_rdata from S_MA4
 
     function [7:0] bsel;
         input [31:0] w;
@@ -256,115 +294,367 @@ module wccp_decide #(
     endfunction
 
     // ---- cache-table scan pipeline ----
-    function [5:0] nclamp;        // entries that take part in the scan: min(ncache, 32)
-        input [5:0] n;
-        nclamp = n[5] ? 6'd32 : n;
-    endfunction
-    // issue state: slot, index, entries left in this slot, counts of the later slots
-    // (shifted down one slot per advance), last-slot flag
+    // issue state: slot, index, entries left in this slot minus one (bit 6: none left),
+    // the later slots' counts (shifted down one slot per advance), last-slot flag
     reg        iss_on;
     reg [2:0]  iss_slot;
     reg [4:0]  iss_idx;
-    reg [5:0]  iss_rem;
-    reg [41:0] iss_nsh;
+    reg [6:0]  iss_left;
+    reg [48:0] iss_nsh;
     reg        iss_last;
-    localparam SNW = 3 + 5 + 6 + 42 + 1;
-    wire [SNW-1:0] iss_snap = {iss_slot, iss_idx, iss_rem, iss_nsh, iss_last};
-    // in-flight entries: t0 = address register, results valid with t4
+    reg        iss_ld;           // load the issue state from t4_s (start in S_C2, learn hit)
+    localparam SNW = 3 + 5 + 7 + 49 + 1;
+    wire [SNW-1:0] iss_snap = {iss_slot, iss_idx, iss_left, iss_nsh, iss_last};
+    wire [55:0]    iss_cnt;
+    wire [SNW-1:0] iss_init = {3'd0, 5'd0, iss_cnt, 1'b0};   // the start of a scan: slot 0
+    // in-flight entries: t0 = address register, results valid with t5
     reg        t0_v, t1_v, t2_v, t3_v, t4_v, t5_v;
     reg [7:0]  t1_a, t2_a, t3_a, t4_a, t5_a;
+    reg [7:0]  t5_oh;            // t5's slot, one-hot
     reg [SNW-1:0] t0_s, t1_s, t2_s, t3_s, t4_s;
-    // comparisons of the table words read for t2 (registered twice: t3 halves, t4 result)
-    reg        ip_hi, ip_lo, mac_ok;
-    reg        ck_known, ck_l2;       // S_CK: the chosen cache's flags
-    reg  [3:0] mac_q;
-    reg        sc_ipeq, sc_maceq;
+    // comparisons of the table words read for t3, registered in bytes; t5: hit flags
+    reg  [3:0] ip_q;
+    reg  [7:0] mac_q;
+    reg        mac_ok;
+    reg        learn_r, mhit_r;  // t5 is a source-IP hit (learn) / an L2-return-MAC hit
+    reg        scan_idle;        // nothing issued, in flight or waiting for a learn ack
+    reg  [7:0] fcm;              // per slot: a source-IP or L2-return-MAC hit (from a cache)
     always @(posedge clk) begin
-        ip_hi  <= (ca_rdata[31:16] == f_sip[31:16]);
-        ip_lo  <= (ca_rdata[15:0] == f_sip[15:0]);
-        mac_q[3] <= (ln_rdata[47:36] == f_src[47:36]);
-        mac_q[2] <= (ln_rdata[35:24] == f_src[35:24]);
-        mac_q[1] <= (ln_rdata[23:12] == f_src[23:12]);
-        mac_q[0] <= (ln_rdata[11:0] == f_src[11:0]);
+        for (kq = 0; kq < 4; kq = kq + 1)
+            ip_q[kq] <= (ca_rdata[kq*8 +: 8] == f_sip[kq*8 +: 8]);
+        for (kq = 0; kq < 8; kq = kq + 1)
+            mac_q[kq] <= (ln_rdata[kq*6 +: 6] == f_src[kq*6 +: 6]);
         mac_ok <= (cm_rdata[3:2] == 2'd2) && ln_rdata[52];
-        sc_ipeq  <= ip_hi && ip_lo;
-        sc_maceq <= (&mac_q) && mac_ok;
     end
-    wire scan_busy = iss_on || t0_v || t1_v || t2_v || t3_v || t4_v;
-    reg [7:0] ipm, macm;
 
     reg [2:0] mset;
-    // table bytes selected from the RAM words every cycle (registered before any decision)
-    reg [7:0] byte_pb, byte_ab, byte_mt;
     reg       m_more;
+    // table bytes selected from the RAM words every cycle (registered before any decision),
+    // with their "none" (0xFF) flags in two stages (bytes, then the selected one): the
+    // primary bucket word is read from 9 cycles after the latch (bk_raddr follows pb and
+    // msl), its flag is ready 14 cycles after, long before S_B1L; the alternate word's
+    // address is set in S_B1 so that its flag is ready in S_B2L
+    reg [7:0] byte_pb, byte_ab, byte_mt;
+    reg [3:0] bk_ff, mt_ff4;     // bucket / value table word bytes that are 0xFF
+    reg       pb_ff, ab_ff, mt_ff;
+    reg [6:0] cidx;
+    reg       cidx_bad;          // cidx >= the slot's cache count
+    reg       alt_used;
+    reg [7:0] pb, ab;
+    reg [10:0] l2_copy;
+    // the chosen cache (S_CK, read in S_C): index bad, unknown, L2, too big for GRE, GRE;
+    // from the learnt and method words and three flags registered before S_CK
+    reg       ck_unass, ck_unkn, ck_l2, ck_toobig, ck_gre, ck_dm;
+    reg       k_ok, k_okt, k_okg;   // index good; and too big for GRE / not too big
+    wire      ln_known = ln_rdata[52] && ln_rdata[53];
+    wire      cm_l2 = (cm_rdata[1:0] == 2'd2);
     always @(posedge clk) begin
         byte_pb <= bsel(bk_rdata, pb[1:0]);
         byte_ab <= bsel(bk_rdata, ab[1:0]);
-        byte_mt <= bsel(mt_rdata, cidx[1:0]);
+        byte_mt <= bsel(mt_rdata, midx[1:0]);
+        for (kb = 0; kb < 4; kb = kb + 1)
+            bk_ff[kb] <= (bk_rdata[kb*8 +: 8] == 8'hFF);
+        pb_ff <= bk_ff[~pb[1:0]];
+        ab_ff <= bk_ff[~ab[1:0]];
+        for (kb = 0; kb < 4; kb = kb + 1)
+            mt_ff4[kb] <= (mt_rdata[kb*8 +: 8] == 8'hFF);
+        mt_ff <= mt_ff4[~midx[1:0]];
     end
-    reg [6:0] cidx;
-    reg       alt_used;
-    reg [7:0] pb, ab;
-    reg       is_hash;
-    reg [10:0] l2_copy;
 
     wire [31:0] rh = {6'd0, alt_used, r_dyn, r_svcid,
-                      (alt_used ? ab : 8'd0), (is_hash ? pb : 8'd0)};
-
+                      (alt_used ? ab : 8'd0), (x_hash ? pb : 8'd0)};
 
     // classification and GRE checks: registered every cycle from the latched bundle and the
-    // live configuration (both stable while a frame is decided), four stages deep (each
-    // slot's port, port compares, slot matches, first slot); the state machine only waits
-    // for them: the first slot is read in S_PRE, at the earliest 5 cycles after the latch
-    reg [127:0] c_port;          // slot*16: the frame's source or destination port
-    integer cs, cj;
+    // live configuration (both stable while a frame is decided). The first slot (msl) is
+    // valid 6 cycles after the latch, its configuration (m_*) 7 and pb / ab 8 cycles after;
+    // they only matter for valid IPv4 frames, whose scan (at least 8 slot advances) keeps
+    // the state machine out of S_PRE until 13 cycles after the latch. The GRE return flags
+    // (x_retok, x_retbad) are valid 5 cycles after the latch, in time for S_DEC (7).
     always @(posedge clk) begin
         for (cs = 0; cs < 8; cs = cs + 1) begin
             c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? f_sport : f_dport;
-            for (cj = 0; cj < 8; cj = cj + 1)
-                c_peq[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 16] == c_port[cs*16 +: 16]);
+            for (cj = 0; cj < 8; cj = cj + 1) begin
+                c_peqh[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 + 8 +: 8] == c_port[cs*16 + 8 +: 8]);
+                c_peql[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 8] == c_port[cs*16 +: 8]);
+            end
             c_pz[cs] <= (c_port[cs*16 +: 16] == 16'd0);
-            c_protok[cs] <= grp_ctrl[cs*32] && (grp_svc[cs*32+24 +: 8] == 8'd0 ||
-                                              grp_svc[cs*32+24 +: 8] == f_proto);
-            c_needp[cs] <= (grp_svc[cs*32+24 +: 8] == 8'd6 || grp_svc[cs*32+24 +: 8] == 8'd17) &&
-                          grp_flags[cs*32 + 4];
+            c_pm[cs] <= |(c_peqh[cs*8 +: 8] & c_peql[cs*8 +: 8]);
+            c_preq[cs] <= (c_svp[cs*8 +: 8] == f_proto);
+            c_protok[cs] <= grp_ctrl[cs*32] && (c_pr0[cs] || c_preq[cs]);
+            smatch_r[cs] <= c_protok[cs] && (!c_needp[cs] || (!c_pz[cs] && c_pm[cs]));
         end
+        msl <= first_slot;
+        mfound <= any_slot;
+        m_ctrl <= grp_ctrl[msl*32 +: 32];
+        m_svc <= grp_svc[msl*32 +: 32];
+        m_flags <= grp_flags[msl*32 +: 32];
+        r_nsets <= m_ctrl[10:8];
+        r_ncache <= m_ctrl[21:16];
+        r_dyn <= (m_svc[7:0] == 8'd1);
+        r_svcid <= m_svc[15:8];
+        // read in S_PRE2: the scan (and its last learn) is over since S_PRE
+        r_fromc <= fcm[msl];
+
+        for (kc = 0; kc < 4; kc = kc + 1)
+            g_m[kc] <= (f_dip[kc*8 +: 8] == router_id[kc*8 +: 8]);
+        g_m[4] <= (f_l4w0[31:16] == 16'h0000);
+        g_m[5] <= (f_l4w0[15:0] == 16'h883E);
+        g_m[6] <= f_ip_ok && f_proto == 8'd47;
+        g_pre <= &g_m;
         g_hlen4 <= hlen + 16'd4;
         g_prel <= hlen + (nib4 ? 16'd4 : 16'd8);
         g_il <= nib4 ? f_len4 : f_len8;
-        g_pre <= f_ip_ok && f_proto == 8'd47 && f_dip == router_id && f_l4w0 == 32'h0000883E;
-        gre_tl_r <= f_totlen + 16'd28;
-        l2_copy <= f_flen - 11'd12;
-        r_decmac <= (nh_mac != 48'd0) ? nh_mac : f_dst;
-        for (cs = 0; cs < 8; cs = cs + 1)
-            smatch_r[cs] <= c_protok[cs] && (!c_needp[cs] || (!c_pz[cs] && (|c_peq[cs*8 +: 8])));
         g_prel4 <= g_prel + 16'd4;
         g_prelil <= g_prel + g_il;
-        r_toobig <= (gre_tl_r > mtu);
+        g_ret_hit <= g_pre && !d_tl_hl4[16];     // g_hlen4 <= f_totlen
+        g_rb[0] <= !d_hl4_tl[16];                // g_hlen4 >= f_totlen
+        g_rb[1] <= d_tl_pl4[16];                 // g_prel4 > f_totlen
+        g_rb[2] <= d_il_20[16];                  // g_il < 20
+        g_rb[3] <= d_tl_pil[16];                 // g_prelil > f_totlen
         r_dec_off <= l2len + g_prel[10:0];
         r_il <= g_il[10:0];
-        msl <= first_slot;
-        mfound <= any_slot;
-        g_ret_hit <= g_pre && (g_hlen4 <= f_totlen);
-        g_ret_bad <= (g_hlen4 >= f_totlen) || (g_prel4 > f_totlen) || (g_il < 16'd20) ||
-                     (g_prelil > f_totlen);
+
+        gre_tl_r <= f_totlen + 16'd28;
+        r_toobig <= d_mtu_tl[16];                // gre_tl_r > mtu
+        l2_copy <= f_flen - 11'd12;
+        for (kc = 0; kc < 4; kc = kc + 1)
+            nh_nz4[kc] <= |nh_mac[kc*12 +: 12];
+        nh_nz <= |nh_nz4;
+        r_decmac <= nh_nz ? nh_mac : f_dst;
+
+        h_sip <= fold32(f_sip);
+        h_dip <= fold32(f_dip);
+        h_sp <= f_sport[15:8] ^ f_sport[7:0];
+        h_dp <= f_dport[15:8] ^ f_dport[7:0];
+        pb <= (m_flags[0] ? h_sip : 8'd0) ^ (m_flags[1] ? h_dip : 8'd0) ^
+              (m_flags[2] ? h_sp : 8'd0) ^ (m_flags[3] ? h_dp : 8'd0);
+        ab <= (m_flags[8] ? h_sip : 8'd0) ^ (m_flags[9] ? h_dip : 8'd0) ^
+              (m_flags[10] ? h_sp : 8'd0) ^ (m_flags[11] ? h_dp : 8'd0);
+
+        // decision outcome (S_DEC's priority: not IPv4, invalid, GRE return, no slot, from
+        // a cache, hash, mask, unassigned)
+        x_retok  <= f_is_ip && f_ip_ok && g_ret_hit && !(|g_rb);
+        x_retbad <= f_is_ip && f_ip_ok && g_ret_hit && (|g_rb);
+        x_inval  <= f_is_ip && !f_ip_ok && active;
+        x_base   <= f_is_ip && f_ip_ok && !g_ret_hit && active && mfound;
+        m_hash   <= (m_ctrl[2:1] == 2'd1);
+        m_mask   <= (m_ctrl[2:1] == 2'd2) && (m_ctrl[10:8] != 3'd0);
+        x_slot   <= x_base;
+        x_fromc  <= x_base && r_fromc;
+        x_hash   <= x_base && !r_fromc && m_hash;
+        x_mask   <= x_base && !r_fromc && !m_hash && m_mask;
+        x_unass  <= x_base && !r_fromc && !m_hash && !m_mask;
+        x_out    <= !(x_base && !r_fromc && (m_hash || m_mask));
+        v_src_off <= x_retok ? r_dec_off : 11'd0;
+        v_copy_len <= x_retok ? r_il : f_flen;
+
+        // mask index: position word 0 (S_MA3), word 1 on mp_rdata (S_MA4), then two stages
+        // every cycle (midx valid in S_MS2, the value table byte and flag in S_M2L)
+        if (state[S_MA3]) mw0 <= mp_rdata;
+        for (kc = 0; kc < 7; kc = kc + 1) begin
+            ms_en[kc] <= mpos[kc*8+7] && (mpos[kc*8 +: 7] < 7'd96);
+            ms_bit[kc*4 +: 4] <= mpos[kc*8 +: 4];
+            case (mpos[kc*8+4 +: 3])
+            3'd0: ms_chunk[kc*16 +: 16] <= key96[15:0];
+            3'd1: ms_chunk[kc*16 +: 16] <= key96[31:16];
+            3'd2: ms_chunk[kc*16 +: 16] <= key96[47:32];
+            3'd3: ms_chunk[kc*16 +: 16] <= key96[63:48];
+            3'd4: ms_chunk[kc*16 +: 16] <= key96[79:64];
+            default: ms_chunk[kc*16 +: 16] <= key96[95:80];
+            endcase
+            midx[kc] <= ms_en[kc] && bit16(ms_chunk[kc*16 +: 16], ms_bit[kc*4 +: 4]);
+        end
+        m_more <= (mset + 3'd1 < r_nsets);
+        if (state[S_DEC]) mset <= 3'd0;
+        else if (state[S_M2L] && mt_ff && m_more) mset <= mset + 3'd1;
+
+        // table addresses: every cycle from the registers they depend on (the bucket: the
+        // primary until S_B1, then the alternate)
+        c_raddr <= iss_on ? {iss_slot, iss_idx} : {msl, cidx[4:0]};
+        bk_raddr <= {msl, (alt_used || state[S_B1] || state[S_B1L]) ? ab[7:2] : pb[7:2]};
+        mp_raddr <= {msl, mset[1:0], !state[S_MA]};
+        mt_raddr <= {msl, mset[1:0], midx[6:2]};
+
+        // hash: the bucket byte names the cache, or the alternate bucket (bit 7), or none
+        alt_used <= !state[S_C1] && (alt_used || (state[S_B1L] && byte_pb[7] && !pb_ff));
+        if (state[S_B1L]) cidx <= byte_pb[6:0];
+        else if (state[S_B2L]) cidx <= byte_ab[6:0];
+        else if (state[S_M2L]) cidx <= byte_mt[6:0];
+        cidx_bad <= ({1'b0, cidx} >= {2'b0, r_ncache});
+        k_ok  <= !cidx_bad;
+        k_okt <= !cidx_bad && r_toobig;
+        k_okg <= !cidx_bad && !r_toobig;
+        ck_unass  <= !k_ok;
+        ck_unkn   <= k_ok && !ln_known;
+        ck_l2     <= k_ok && ln_known && cm_l2;
+        ck_toobig <= k_okt && ln_known && !cm_l2;
+        ck_gre    <= k_okg && ln_known && !cm_l2;
+        ck_dm     <= ln_known && (cm_l2 ? k_ok : k_okg);
+
+        // GRE checksum: cache_ip from S_C, four adds (S_GRE .. S_GRE4)
+        if (state[S_C]) cache_ip <= ca_rdata;
+        cs1 <= rid_sum + {4'd0, gre_tl_r};
+        cs2 <= {4'd0, cache_ip[31:16]} + {4'd0, cache_ip[15:0]};
+        cs3 <= cs1 + cs2;
+        cs4 <= {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
     end
 
-    task set_normal;
-        begin
-            act_drop <= 1'b0;
-            act_kind <= 2'd0;
-            act_port <= PORT[0] ^ 1'b1;
-            act_hlen <= 6'd0;
-            act_src_off <= 11'd0;
-            act_copy_len <= f_flen;
+    // ---- scan: issue state, in-flight entries, hits ----
+    always @(posedge clk) begin
+        if (iss_ld) begin
+            {iss_slot, iss_idx, iss_left, iss_nsh, iss_last} <= t4_s;
+        end else if (iss_on) begin
+            if (!iss_left[6]) begin
+                iss_idx <= iss_idx + 5'd1;
+                iss_left <= iss_left - 7'd1;
+            end else begin
+                iss_idx <= 5'd0;
+                iss_slot <= iss_slot + 3'd1;
+                iss_last <= (iss_slot == 3'd6);
+                iss_left <= iss_nsh[6:0];
+                iss_nsh <= {7'd0, iss_nsh[48:7]};
+            end
         end
-    endtask
+        t0_s <= iss_snap;
+        t1_s <= t0_s; t2_s <= t1_s; t3_s <= t2_s;
+        t4_s <= state[S_C1] ? iss_init : t3_s;     // S_C1: the start, loaded in S_C2
+        t1_a <= c_raddr; t2_a <= t1_a; t3_a <= t2_a; t4_a <= t3_a; t5_a <= t4_a;
+        t5_oh <= 8'd1 << t4_a[7:5];
+        for (ks = 0; ks < 8; ks = ks + 1) begin
+            fcm[ks] <= !state[S_C1] && (fcm[ks] || ((learn_r || mhit_r) && t5_oh[ks]));
+        end
+        if (learn_r) begin
+            lr_idx <= t5_a;
+            lr_mac <= f_src;
+        end
+        if (rst) begin
+            iss_on <= 1'b0;
+            iss_ld <= 1'b0;
+            learn_r <= 1'b0;
+            mhit_r <= 1'b0;
+            lr_valid <= 1'b0;
+            t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
+        end else begin
+            // a learn hit: stop, drop what is in flight, resume after the hit once acknowledged
+            learn_r <= !learn_r && t4_v && (&ip_q);
+            mhit_r <= !learn_r && t4_v && mac_ok && (&mac_q);
+            iss_ld <= state[S_C1] || (!learn_r && t4_v && (&ip_q));
+            lr_valid <= learn_r || (lr_valid && !lr_ack);
+            if (learn_r) begin
+                iss_on <= 1'b0;
+                t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
+            end else begin
+                // the scan starts in S_C2 for valid IPv4 (learning happens also while disabled)
+                // (no scan in flight and no learn pending in S_C2)
+                iss_on <= (state[S_C2] && f_ip_ok) || (lr_valid && lr_ack) ||
+                          (iss_on && !(iss_left[6] && iss_last));
+                t0_v <= iss_on && !iss_left[6];
+                t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v; t5_v <= t4_v;
+            end
+        end
+        scan_idle <= !(lr_valid || iss_on || t0_v || t1_v || t2_v || t3_v || t4_v || t5_v);
+    end
+
+    // ---- next state ----
+    wire take = in_valid && !hold && !in_ready;
+    always @(*) begin
+        nx = {NS{1'b0}};
+        nx[S_IDLE] = (state[S_IDLE] && !take) || (state[S_OUT] && act_valid && act_ready);
+        nx[S_C1]   = state[S_IDLE] && take;
+        nx[S_C2]   = state[S_C1];
+        nx[S_C3]   = state[S_C2];
+        // scan_idle lags a cycle: the scan is running (or not started) in S_C3
+        nx[S_SCAN] = state[S_C3] || (state[S_SCAN] && !scan_idle);
+        nx[S_PRE]  = state[S_SCAN] && scan_idle;
+        nx[S_PRE2] = state[S_PRE];
+        nx[S_DEC]  = state[S_PRE2];
+        // hash: the primary bucket byte is read in S_B1L, the alternate in S_B2L
+        nx[S_H]    = state[S_DEC] && x_hash;
+        nx[S_HW1]  = state[S_H];
+        nx[S_HW2]  = state[S_HW1];
+        nx[S_B1]   = state[S_HW2];
+        nx[S_B1L]  = state[S_B1];
+        nx[S_AW1]  = state[S_B1L] && byte_pb[7] && !pb_ff;
+        nx[S_AW2]  = state[S_AW1];
+        nx[S_AW3]  = state[S_AW2];
+        nx[S_B2]   = state[S_AW3];
+        nx[S_B2L]  = state[S_B2];
+        // mask: two position words, the index in two stages, then the value table
+        nx[S_MA]   = (state[S_DEC] && x_mask) || (state[S_M2L] && mt_ff && m_more);
+        nx[S_MA1]  = state[S_MA];
+        nx[S_MA2]  = state[S_MA1];
+        nx[S_MA2B] = state[S_MA2];
+        nx[S_MA3]  = state[S_MA2B];
+        nx[S_MA4]  = state[S_MA3];
+        nx[S_MS1]  = state[S_MA4];
+        nx[S_MS2]  = state[S_MS1];
+        nx[S_MT]   = state[S_MS2];
+        nx[S_MTW1] = state[S_MT];
+        nx[S_MTW2] = state[S_MTW1];
+        nx[S_MTW3] = state[S_MTW2];
+        nx[S_M2]   = state[S_MTW3];
+        nx[S_M2L]  = state[S_M2];
+        // the cache: address from S_CIDX, flags in S_CK (an index past the count: in S_C)
+        nx[S_CIDX] = (state[S_B1L] && !byte_pb[7]) || (state[S_B2L] && !ab_ff) ||
+                     (state[S_M2L] && !mt_ff);
+        nx[S_CW1]  = state[S_CIDX];
+        nx[S_CW2]  = state[S_CW1];
+        nx[S_CW3]  = state[S_CW2];
+        nx[S_CK]   = state[S_CW3];
+        nx[S_C]    = state[S_CK];
+        nx[S_GRE]  = state[S_C] && ck_gre;
+        nx[S_GRE2] = state[S_GRE];
+        nx[S_GRE3] = state[S_GRE2];
+        nx[S_GRE4] = state[S_GRE3];
+        nx[S_OUT]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
+                     (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
+                     (state[S_C] && !ck_gre) || state[S_GRE4] ||
+                     (state[S_OUT] && !(act_valid && act_ready));
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            state <= {{(NS-1){1'b0}}, 1'b1};
+            in_ready <= 1'b0;
+            act_valid <= 1'b0;
+        end else begin
+            state <= nx;
+            in_ready <= state[S_IDLE] && take;
+            act_valid <= state[S_OUT] && !(act_valid && act_ready);
+        end
+    end
+
+    // ---- events (one-cycle pulses) ----
+    always @(posedge clk) begin
+        ev_cause <= 11'd0;
+        ev_cause[C_NOTRED] <= state[S_DEC] && x_inval;
+        ev_cause[C_FROMC]  <= state[S_DEC] && x_fromc;
+        ev_cause[C_UNASS]  <= (state[S_DEC] && x_unass) || (state[S_B1L] && pb_ff) ||
+                              (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
+                              (state[S_C] && ck_unass);
+        ev_cause[C_UNKN]   <= state[S_C] && ck_unkn;
+        ev_cause[C_TOOBIG] <= state[S_C] && ck_toobig;
+        ev_cause[C_RET]    <= state[S_DEC] && x_retok;
+        ev_cause[C_L2]     <= state[S_C] && ck_l2;
+        ev_cause[C_GRE]    <= state[S_C] && ck_gre;
+        ev_cause[C_LEARN]  <= learn_r;
+        ev_cause[C_RETBAD] <= state[S_DEC] && x_retbad;
+        ev_slot <= state[S_DEC] && x_slot;
+        ev_cache <= state[S_C] && ck_dm;
+        ev_bucket <= state[S_B1];
+        // indices and length: stable while a frame is decided
+        ev_slot_idx <= msl;
+        ev_cache_idx <= cidx[4:0];
+        ev_bucket_idx <= pb;
+        ev_bytes <= {1'b0, f_flen} + 12'd4;
+    end
 
     // action fields that only depend on the configuration or the latched bundle follow them
     // every cycle (both are stable from the latch until the action is taken; a commit waits
     // for idle engines): no enable from the state machine
     always @(posedge clk) begin
+        act_start <= f_start;
+        act_flen <= f_flen;
         act_smac <= appl_mac;
         act_vlan <= f_vlan;
         act_tci <= f_tci;
@@ -372,354 +662,72 @@ module wccp_decide #(
         act_rid <= router_id;
     end
 
+    // the other action fields: S_DEC (forward normally, drop, or decapsulate a GRE return),
+    // S_C (L2 rewrite, or GRE with the checksum from S_GRE4)
     always @(posedge clk) begin
-        in_ready <= 1'b0;
-        ev_cause <= 11'd0;
-        ev_slot <= 1'b0;
-        ev_cache <= 1'b0;
-        ev_bucket <= 1'b0;
-        if (rst) begin
-            state <= oh(S_IDLE);
-            act_valid <= 1'b0;
-            lr_valid <= 1'b0;
-            iss_on <= 1'b0;
-            t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
-        end else begin
-            // ---- scan pipeline (runs while iss_on or entries are in flight) ----
-            t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v; t5_v <= t4_v;
-            t1_a <= c_raddr; t2_a <= t1_a; t3_a <= t2_a; t4_a <= t3_a; t5_a <= t4_a;
-            t1_s <= t0_s; t2_s <= t1_s; t3_s <= t2_s; t4_s <= t3_s;
-            t0_v <= 1'b0;
-            if (iss_on) begin
-                t0_s <= iss_snap;
-                if (iss_rem != 6'd0) begin
-                    c_raddr <= {iss_slot, iss_idx};
-                    t0_v <= 1'b1;
-                    iss_idx <= iss_idx + 5'd1;
-                    iss_rem <= iss_rem - 6'd1;
-                end else begin
-                    iss_idx <= 5'd0;
-                    iss_slot <= iss_slot + 3'd1;
-                    iss_last <= (iss_slot == 3'd6);
-                    iss_rem <= iss_nsh[5:0];
-                    iss_nsh <= {6'd0, iss_nsh[41:6]};
-                    if (iss_last) iss_on <= 1'b0;
-                end
-            end
-            // a learn write is acknowledged: resume the scan after the learnt entry
-            if (lr_valid && lr_ack) begin
-                lr_valid <= 1'b0;
-                iss_on <= 1'b1;
-            end
-            if (t5_v) begin
-                if (sc_maceq) macm[t5_a[7:5]] <= 1'b1;
-                if (sc_ipeq) begin
-                    // learn this entry: stop, drop what is in flight, resume after the hit
-                    ipm[t5_a[7:5]] <= 1'b1;
-                    lr_valid <= 1'b1;
-                    lr_idx <= t5_a;
-                    lr_mac <= f_src;
-                    ev_cause[C_LEARN] <= 1'b1;
-                    iss_on <= 1'b0;
-                    t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
-                    {iss_slot, iss_idx, iss_rem, iss_nsh, iss_last} <= t4_s;
-                end
-            end
-
-            (* parallel_case *)
-            case (1'b1)
-            state[S_IDLE]: begin
-                if (in_valid && !hold && !in_ready) begin
-                    in_ready <= 1'b1;
-                    f_start <= in_start; f_flen <= in_flen; f_dst <= in_dst_mac; f_src <= in_src_mac;
-                    f_vlan <= in_vlan; f_tci <= in_tci; f_is_ip <= in_is_ip; f_ip_ok <= in_ip_ok;
-                    f_proto <= in_proto; f_sip <= in_sip; f_dip <= in_dip; f_sport <= in_sport;
-                    f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
-                    f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
-                    state <= oh(S_C1);
-                end
-            end
-            state[S_C1]: begin
-                act_start <= f_start;
-                act_flen <= f_flen;
-                ev_bytes <= {1'b0, f_flen} + 12'd4;
-                ipm <= 8'd0;
-                macm <= 8'd0;
-                iss_slot <= 3'd0;
-                iss_idx <= 5'd0;
-                iss_last <= 1'b0;
-                iss_rem <= nclamp(grp_ctrl[16 +: 6]);
-                iss_nsh <= {nclamp(grp_ctrl[7*32+16 +: 6]), nclamp(grp_ctrl[6*32+16 +: 6]),
-                            nclamp(grp_ctrl[5*32+16 +: 6]), nclamp(grp_ctrl[4*32+16 +: 6]),
-                            nclamp(grp_ctrl[3*32+16 +: 6]), nclamp(grp_ctrl[2*32+16 +: 6]),
-                            nclamp(grp_ctrl[1*32+16 +: 6])};
-                alt_used <= 1'b0;
-                is_hash <= 1'b0;
-                pb <= 8'd0;
-                ab <= 8'd0;
-                state <= oh(S_C2);
-            end
-            state[S_C2]: begin
-                // the scan starts now for valid IPv4 (learning happens also while disabled)
-                iss_on <= f_ip_ok;
-                state <= oh(S_C3);
-            end
-            state[S_C3]: begin
-                state <= oh(S_SCAN);
-            end
-            state[S_SCAN]: begin
-                if (!lr_valid && !scan_busy && !t5_v) state <= oh(S_PRE);
-            end
-            state[S_PRE]: begin
-                m_ctrl <= 32'd0; m_svc <= 32'd0; m_flags <= 32'd0;
-                for (s = 0; s < 8; s = s + 1)
-                    if (msl == s[2:0]) begin
-                        m_ctrl <= grp_ctrl[s*32 +: 32];
-                        m_svc <= grp_svc[s*32 +: 32];
-                        m_flags <= grp_flags[s*32 +: 32];
-                    end
-                r_fromc <= ipm[msl] | macm[msl];
-                state <= oh(S_PRE2);
-            end
-            state[S_PRE2]: begin
-                r_assign <= m_ctrl[2:1];
-                r_nsets <= m_ctrl[10:8];
-                r_ncache <= m_ctrl[21:16];
-                r_dyn <= (m_svc[7:0] == 8'd1);
-                r_svcid <= m_svc[15:8];
-                pb <= fold32(key1);
-                ab <= fold32(key2);
-                d_notip  <= !f_is_ip;
-                d_inval  <= f_is_ip && !f_ip_ok;
-                d_ret    <= f_ip_ok && g_ret_hit;
-                d_retbad <= g_ret_bad;
-                d_nored  <= !active || !mfound;
-                d_hash   <= (m_ctrl[2:1] == 2'd1);
-                d_mask   <= (m_ctrl[2:1] == 2'd2) && (m_ctrl[10:8] != 3'd0);
-                state <= oh(S_DEC);
-            end
-            state[S_DEC]: begin
-                state <= oh(S_OUT);
-                set_normal;
-                if (d_notip) begin
-                    // not IPv4: forward, not counted
-                end else if (d_inval) begin
-                    if (active) ev_cause[C_NOTRED] <= 1'b1;
-                end else if (d_ret) begin
-                    if (d_retbad) begin
-                        act_drop <= 1'b1;
-                        ev_cause[C_RETBAD] <= 1'b1;
-                    end else begin
-                        ev_cause[C_RET] <= 1'b1;
-                        act_hlen <= f_vlan ? 6'd18 : 6'd14;
-                        act_kind <= 2'd3;
-                        act_dmac <= r_decmac;
-                        act_src_off <= r_dec_off;
-                        act_copy_len <= r_il;
-                    end
-                end else if (d_nored) begin
-                    // fail-open or no slot: forward normally
-                end else begin
-                    ev_slot <= 1'b1;
-                    ev_slot_idx <= msl;
-                    if (r_fromc) begin
-                        ev_cause[C_FROMC] <= 1'b1;
-                    end else if (d_hash) begin
-                        is_hash <= 1'b1;
-                        bk_raddr <= {msl, pb[7:2]};
-                        state <= oh(S_H);
-                    end else if (d_mask) begin
-                        mset <= 3'd0;
-                        state <= oh(S_MA);
-                    end else begin
-                        ev_cause[C_UNASS] <= 1'b1;
-                    end
-                end
-            end
-            // hash: primary bucket word (address registered in S_DEC), data in S_B1
-            state[S_H]: state <= oh(S_HW1);
-            state[S_HW1]: state <= oh(S_HW2);
-            state[S_HW2]: state <= oh(S_B1);
-            state[S_B1]: begin
-                ev_bucket <= 1'b1;
-                ev_bucket_idx <= pb;
-                ev_slot_idx <= msl;
-                state <= oh(S_B1L);
-            end
-            state[S_B1L]: begin
-                if (byte_pb == 8'hFF) begin
-                    ev_cause[C_UNASS] <= 1'b1;
-                    state <= oh(S_OUT);
-                end else if (byte_pb[7]) begin
-                    alt_used <= 1'b1;
-                    bk_raddr <= {msl, ab[7:2]};
-                    state <= oh(S_AW1);
-                end else begin
-                    cidx <= byte_pb[6:0];
-                    state <= oh(S_CIDX);
-                end
-            end
-            state[S_AW1]: state <= oh(S_AW2);
-            state[S_AW2]: state <= oh(S_AW3);
-            state[S_AW3]: state <= oh(S_B2);
-            state[S_B2]: begin
-                state <= oh(S_B2L);
-            end
-            state[S_B2L]: begin
-                if (byte_ab == 8'hFF) begin
-                    ev_cause[C_UNASS] <= 1'b1;
-                    state <= oh(S_OUT);
-                end else begin
-                    cidx <= byte_ab[6:0];
-                    state <= oh(S_CIDX);
-                end
-            end
-            // mask: two position words, then the index in two stages, then the value table
-            state[S_MA]: begin
-                mp_raddr <= {msl, mset[1:0], 1'b0};
-                state <= oh(S_MA1);
-            end
-            state[S_MA1]: begin
-                mp_raddr <= {msl, mset[1:0], 1'b1};
-                state <= oh(S_MA2);
-            end
-            state[S_MA2]: state <= oh(S_MA2B);
-            state[S_MA2B]: state <= oh(S_MA3);
-            state[S_MA3]: begin
-                mw0 <= mp_rdata;
-                state <= oh(S_MA4);
-            end
-            state[S_MA4]: begin
-                mw1 <= mp_rdata;
-                state <= oh(S_MS1);
-            end
-            state[S_MS1]: begin
-                for (j = 0; j < 7; j = j + 1) begin
-                    ms_en[j] <= mpos[j*8+7] && (mpos[j*8 +: 7] < 7'd96);
-                    ms_bit[j*4 +: 4] <= mpos[j*8 +: 4];
-                    case (mpos[j*8+4 +: 3])
-                    3'd0: ms_chunk[j*16 +: 16] <= key96[15:0];
-                    3'd1: ms_chunk[j*16 +: 16] <= key96[31:16];
-                    3'd2: ms_chunk[j*16 +: 16] <= key96[47:32];
-                    3'd3: ms_chunk[j*16 +: 16] <= key96[63:48];
-                    3'd4: ms_chunk[j*16 +: 16] <= key96[79:64];
-                    default: ms_chunk[j*16 +: 16] <= key96[95:80];
-                    endcase
-                end
-                state <= oh(S_MS2);
-            end
-            state[S_MS2]: begin
-                for (j = 0; j < 7; j = j + 1)
-                    midx[j] <= ms_en[j] && bit16(ms_chunk[j*16 +: 16], ms_bit[j*4 +: 4]);
-                state <= oh(S_MT);
-            end
-            state[S_MT]: begin
-                mt_raddr <= {msl, mset[1:0], midx[6:2]};
-                cidx <= midx;
-                state <= oh(S_MTW1);
-            end
-            state[S_MTW1]: state <= oh(S_MTW2);
-            state[S_MTW2]: state <= oh(S_MTW3);
-            state[S_MTW3]: state <= oh(S_M2);
-            state[S_M2]: begin
-                m_more <= (mset + 3'd1 < r_nsets);
-                state <= oh(S_M2L);
-            end
-            state[S_M2L]: begin
-                if (byte_mt != 8'hFF) begin
-                    cidx <= byte_mt[6:0];
-                    state <= oh(S_CIDX);
-                end else if (m_more) begin
-                    mset <= mset + 3'd1;
-                    state <= oh(S_MA);
-                end else begin
-                    ev_cause[C_UNASS] <= 1'b1;
-                    state <= oh(S_OUT);
-                end
-            end
-            state[S_CIDX]: begin
-                if ({1'b0, cidx} >= {2'b0, r_ncache}) begin
-                    ev_cause[C_UNASS] <= 1'b1;
-                    state <= oh(S_OUT);
-                end else begin
-                    c_raddr <= {msl, cidx[4:0]};
-                    state <= oh(S_CW1);
-                end
-            end
-            state[S_CW1]: state <= oh(S_CW2);
-            state[S_CW2]: state <= oh(S_CW3);
-            state[S_CW3]: state <= oh(S_CK);
-            state[S_CK]: begin
-                // the cache's learnt and method flags registered before they steer S_C
-                ck_known <= ln_rdata[52] && ln_rdata[53];
-                ck_l2 <= (cm_rdata[1:0] == 2'd2);
-                state <= oh(S_C);
-            end
-            state[S_C]: begin
-                cache_ip <= ca_rdata;
-                if (!ck_known) begin
-                    ev_cause[C_UNKN] <= 1'b1;
-                    state <= oh(S_OUT);
-                end else if (ck_l2) begin
-                    ev_cause[C_L2] <= 1'b1;
-                    ev_cache <= 1'b1;
-                    ev_cache_idx <= cidx[4:0];
-                    act_port <= ln_rdata[48];
-                    act_hlen <= 6'd12;
-                    act_kind <= 2'd1;
-                    act_dmac <= ln_rdata[47:0];
-                    act_src_off <= 11'd12;
-                    act_copy_len <= l2_copy;
-                    state <= oh(S_OUT);
-                end else if (r_toobig) begin
-                    ev_cause[C_TOOBIG] <= 1'b1;
-                    state <= oh(S_OUT);
-                end else begin
-                    // GRE: header assembled in S_GRE..S_GRE4 (needs cache_ip for the checksum)
-                    ev_cause[C_GRE] <= 1'b1;
-                    ev_cache <= 1'b1;
-                    ev_cache_idx <= cidx[4:0];
-                    act_port <= ln_rdata[48];
-                    act_dmac <= ln_rdata[47:0];
-                    state <= oh(S_GRE);
-                end
-            end
-            state[S_GRE]: begin
-                cs1 <= rid_sum + {4'd0, gre_tl_r};
-                cs2 <= {4'd0, cache_ip[31:16]} + {4'd0, cache_ip[15:0]};
-                state <= oh(S_GRE2);
-            end
-            state[S_GRE2]: begin
-                cs3 <= cs1 + cs2;
-                state <= oh(S_GRE3);
-            end
-            state[S_GRE3]: begin
-                cs4 <= {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
-                state <= oh(S_GRE4);
-            end
-            state[S_GRE4]: begin
-                act_hlen <= f_vlan ? 6'd46 : 6'd42;
-                act_kind <= 2'd2;
-                act_csum <= ~(cs4[15:0] + {15'd0, cs4[16]});
-                act_cip <= cache_ip;
-                act_rh <= rh;
-                act_src_off <= l2len;
-                act_copy_len <= f_totlen[10:0];
-                state <= oh(S_OUT);
-            end
-            state[S_OUT]: begin
-                if (!act_valid) begin
-                    act_valid <= 1'b1;
-                end else if (act_ready) begin
-                    act_valid <= 1'b0;
-                    state <= oh(S_IDLE);
-                end
-            end
-            default: state <= oh(S_IDLE);
-            endcase
+        if (state[S_DEC]) act_drop <= x_retbad;
+        if (state[S_DEC] || (state[S_C] && ck_dm)) begin
+            act_port <= state[S_DEC] ? (PORT[0] ^ 1'b1) : ln_rdata[48];
+            act_kind <= state[S_DEC] ? {x_retok, x_retok} : (ck_l2 ? 2'd1 : 2'd2);
+            act_hlen <= state[S_DEC] ? (x_retok ? (f_vlan ? 6'd18 : 6'd14) : 6'd0) :
+                        ck_l2 ? 6'd12 : (f_vlan ? 6'd46 : 6'd42);
+            act_src_off <= state[S_DEC] ? v_src_off : ck_l2 ? 11'd12 : l2len;
+            act_copy_len <= state[S_DEC] ? v_copy_len : ck_l2 ? l2_copy : f_totlen[10:0];
+        end
+        if ((state[S_DEC] && x_retok) || (state[S_C] && ck_dm))
+            act_dmac <= state[S_DEC] ? r_decmac : ln_rdata[47:0];
+        if (state[S_GRE4]) begin
+            act_csum <= ~(cs4[15:0] + {15'd0, cs4[16]});
+            act_cip <= cache_ip;
+            act_rh <= rh;
         end
     end
 
 endmodule
+
+// Registers of a decision engine that depend on the configuration only. keep_hierarchy: the
+// two engines' copies are identical and yosys would merge them into one (far from one of
+// the engines); the configuration is stable while a frame is decided.
+/* verilator lint_off DECLFILENAME */
+(* keep_hierarchy *)
+module wccp_decide_cfg (
+    input  wire         clk,
+    input  wire [255:0] grp_ctrl,
+    input  wire [255:0] grp_svc,
+    input  wire [255:0] grp_flags,
+    input  wire [15:0]  mtu,
+    input  wire [31:0]  router_id,
+    output reg  [63:0]  svp,         // slot*8: the slot's protocol
+    output reg  [7:0]   pr0,         // the slot's protocol is 0 (any)
+    output reg  [7:0]   needp,       // the slot matches ports (TCP or UDP, ports defined)
+    output reg  [55:0]  cnt,         // scan entries minus one: slot 0, then slots 7 .. 1
+    output reg  [15:0]  mtu_r,
+    output reg  [19:0]  rid_sum      // the constant part of the GRE outer checksum
+);
+    // entries of a slot that take part in the scan, minus one, 7 bits: min(n, 32) - 1, all
+    // ones (bit 6 set) for none
+    function [6:0] nm1;
+        input [5:0] n;
+        nm1 = n[5] ? 7'd31 : ({1'b0, n} - 7'd1);
+    endfunction
+    reg [16:0] rid_add;
+    integer s;
+    always @(posedge clk) begin
+        for (s = 0; s < 8; s = s + 1) begin
+            svp[s*8 +: 8] <= grp_svc[s*32+24 +: 8];
+            pr0[s] <= (svp[s*8 +: 8] == 8'd0);
+            needp[s] <= (svp[s*8 +: 8] == 8'd6 || svp[s*8 +: 8] == 8'd17) && grp_flags[s*32 + 4];
+        end
+        cnt <= {nm1(grp_ctrl[16 +: 6]),
+                nm1(grp_ctrl[7*32+16 +: 6]), nm1(grp_ctrl[6*32+16 +: 6]),
+                nm1(grp_ctrl[5*32+16 +: 6]), nm1(grp_ctrl[4*32+16 +: 6]),
+                nm1(grp_ctrl[3*32+16 +: 6]), nm1(grp_ctrl[2*32+16 +: 6]),
+                nm1(grp_ctrl[1*32+16 +: 6])};
+        mtu_r <= mtu;
+        rid_add <= {1'b0, router_id[31:16]} + {1'b0, router_id[15:0]};
+        rid_sum <= 20'h0C52F + {3'd0, rid_add};
+    end
+endmodule
+/* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDSIGNAL */
 `default_nettype wire

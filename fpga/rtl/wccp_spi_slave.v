@@ -25,13 +25,8 @@ module wccp_spi_slave (
         cs_s <= {cs_s[0], spi_cs_n};
         mosi_s <= {mosi_s[0], spi_mosi};
     end
-    // Edge and select are registered one stage early (timing): sck_rise is exactly
-    // sck_s[2:1] == 2'b01 and cs_act is !cs_s[1], without a LUT in front of the enables.
-    reg  sck_rise, cs_act;
-    always @(posedge clk) begin
-        sck_rise <= (sck_s[1:0] == 2'b01);
-        cs_act <= !cs_s[0];
-    end
+    wire sck_rise = (sck_s[2:1] == 2'b01);
+    wire cs_act   = !cs_s[1];
 
     reg [2:0]  bitn;
     reg [6:0]  sh;
