@@ -41,127 +41,57 @@ module wccp_builder #(
     localparam DEPTH = 8;
     reg [8:0] fifo [0:DEPTH-1];     // {last, data}
     reg [2:0] wp, rp;
-    reg [3:0] cnt;                  // bytes in FIFO
+    // FIFO fill (0..7) as a thermometer code: c_th[i] = more than i bytes (timing)
+    reg [DEPTH-2:0] c_th;
 
-    reg        run;
-    reg [11:0] k;
-    // header fields of the current frame
-    reg [47:0] h_dmac, h_smac;
-    reg        h_vlan;
-    reg [15:0] h_tci, h_tl, h_csum;
-    reg [31:0] h_rid, h_cip, h_rh;
-    // header byte hk (6-bit header index; timing: no arithmetic before the table)
-    reg  [5:0]  hk;
-    // untagged layout: byte i; tagged: bytes 12..15 are the tag, i >= 16 is untagged i - 4
+    // ---- the offered action, loaded in every idle cycle (ld_en = idle_r, and no accept in the
+    // cycle before): the accepted action's fields are loaded with the accept and stay until
+    // the frame is handed over (no enable from the accept condition; timing) ----
+    reg              ld_en;
+    reg              a_drop, a_port, a_vl;
+    reg              a_h0, a_h1, a_c0, a_c1;    // header length 0 / 1, copy length 0 / 1
+    wire             a_skip = a_drop || (a_h0 && a_c0);
+    reg [BUF_AW-1:0] a_rd, a_end;           // first buffer byte, end of frame in buffer
+    reg [10:0]       a_copy;
+    reg [5:0]        a_hlen;
+    reg [47:0]       h_dmac, h_smac;
+    reg [15:0]       h_tci, h_tl, h_csum;
+    reg [31:0]       h_rid, h_cip, h_rh;
+    // header bytes 0..47 (byte i at hdr[8i +: 8]) of the untagged layout, with the VLAN tag at
+    // 42..45: a tagged header is sent as bytes 0..11, 42..45, 12.. (the byte index sequence, not
+    // the table, knows the tag)
+    wire [383:0] hdr;
+    assign hdr = {8'h00, 8'h00, h_tci[7:0], h_tci[15:8], 8'h00, 8'h81,
+                  h_rh[7:0], h_rh[15:8], h_rh[23:16], h_rh[31:24], 8'h3E, 8'h88,
+                  8'h00, 8'h00, h_cip[7:0], h_cip[15:8], h_cip[23:16], h_cip[31:24],
+                  h_rid[7:0], h_rid[15:8], h_rid[23:16], h_rid[31:24], h_csum[7:0], h_csum[15:8],
+                  8'h2F, 8'h40, 8'h00, 8'h40, 8'h00, 8'h00,
+                  h_tl[7:0], h_tl[15:8], 8'h00, 8'h45, 8'h00, 8'h08,
+                  h_smac[7:0], h_smac[15:8], h_smac[23:16], h_smac[31:24], h_smac[39:32], h_smac[47:40],
+                  h_dmac[7:0], h_dmac[15:8], h_dmac[23:16], h_dmac[31:24], h_dmac[39:32], h_dmac[47:40]};
 
-    // header byte `idx` of the untagged / tagged layout
-    function [7:0] hb;
-        input       vl;
-        input [5:0] idx;
-        reg   [7:0] hb_n, hb_v;
-        begin
-        case (idx)
-            6'd0: hb_n = h_dmac[47:40];
-            6'd1: hb_n = h_dmac[39:32];
-            6'd2: hb_n = h_dmac[31:24];
-            6'd3: hb_n = h_dmac[23:16];
-            6'd4: hb_n = h_dmac[15:8];
-            6'd5: hb_n = h_dmac[7:0];
-            6'd6: hb_n = h_smac[47:40];
-            6'd7: hb_n = h_smac[39:32];
-            6'd8: hb_n = h_smac[31:24];
-            6'd9: hb_n = h_smac[23:16];
-            6'd10: hb_n = h_smac[15:8];
-            6'd11: hb_n = h_smac[7:0];
-            6'd12: hb_n = 8'h08;
-            6'd13: hb_n = 8'h00;
-            6'd14: hb_n = 8'h45;
-            6'd15: hb_n = 8'h00;
-            6'd16: hb_n = h_tl[15:8];
-            6'd17: hb_n = h_tl[7:0];
-            6'd20: hb_n = 8'h40;
-            6'd22: hb_n = 8'h40;
-            6'd23: hb_n = 8'h2F;
-            6'd24: hb_n = h_csum[15:8];
-            6'd25: hb_n = h_csum[7:0];
-            6'd26: hb_n = h_rid[31:24];
-            6'd27: hb_n = h_rid[23:16];
-            6'd28: hb_n = h_rid[15:8];
-            6'd29: hb_n = h_rid[7:0];
-            6'd30: hb_n = h_cip[31:24];
-            6'd31: hb_n = h_cip[23:16];
-            6'd32: hb_n = h_cip[15:8];
-            6'd33: hb_n = h_cip[7:0];
-            6'd36: hb_n = 8'h88;
-            6'd37: hb_n = 8'h3E;
-            6'd38: hb_n = h_rh[31:24];
-            6'd39: hb_n = h_rh[23:16];
-            6'd40: hb_n = h_rh[15:8];
-            6'd41: hb_n = h_rh[7:0];
-            default: hb_n = 8'h00;
-            endcase
-            case (idx)
-            6'd0: hb_v = h_dmac[47:40];
-            6'd1: hb_v = h_dmac[39:32];
-            6'd2: hb_v = h_dmac[31:24];
-            6'd3: hb_v = h_dmac[23:16];
-            6'd4: hb_v = h_dmac[15:8];
-            6'd5: hb_v = h_dmac[7:0];
-            6'd6: hb_v = h_smac[47:40];
-            6'd7: hb_v = h_smac[39:32];
-            6'd8: hb_v = h_smac[31:24];
-            6'd9: hb_v = h_smac[23:16];
-            6'd10: hb_v = h_smac[15:8];
-            6'd11: hb_v = h_smac[7:0];
-            6'd12: hb_v = 8'h81;
-            6'd13: hb_v = 8'h00;
-            6'd14: hb_v = h_tci[15:8];
-            6'd15: hb_v = h_tci[7:0];
-            6'd16: hb_v = 8'h08;
-            6'd17: hb_v = 8'h00;
-            6'd18: hb_v = 8'h45;
-            6'd19: hb_v = 8'h00;
-            6'd20: hb_v = h_tl[15:8];
-            6'd21: hb_v = h_tl[7:0];
-            6'd24: hb_v = 8'h40;
-            6'd26: hb_v = 8'h40;
-            6'd27: hb_v = 8'h2F;
-            6'd28: hb_v = h_csum[15:8];
-            6'd29: hb_v = h_csum[7:0];
-            6'd30: hb_v = h_rid[31:24];
-            6'd31: hb_v = h_rid[23:16];
-            6'd32: hb_v = h_rid[15:8];
-            6'd33: hb_v = h_rid[7:0];
-            6'd34: hb_v = h_cip[31:24];
-            6'd35: hb_v = h_cip[23:16];
-            6'd36: hb_v = h_cip[15:8];
-            6'd37: hb_v = h_cip[7:0];
-            6'd40: hb_v = 8'h88;
-            6'd41: hb_v = 8'h3E;
-            6'd42: hb_v = h_rh[31:24];
-            6'd43: hb_v = h_rh[23:16];
-            6'd44: hb_v = h_rh[15:8];
-            6'd45: hb_v = h_rh[7:0];
-            default: hb_v = 8'h00;
-            endcase
-        hb = vl ? hb_v : hb_n;
-        end
-    endfunction
-    reg        in_hdr;          // next byte comes from the header
-    reg [5:0]  hlast;           // hlen - 1
-    reg [11:0] tlast;           // total - 1
+    // ---- issue ----
+    reg              run;
+    reg              in_hdr;        // the next byte comes from the header
+    reg [5:0]        hk, hk_nx;     // header byte index, and the one after it
+    reg              j_tag, j_back; // hk_nx is 11 in a tagged header / 45
+    reg [5:0]        hcnt;          // header bytes left, incl. hk
+    reg              h_last;        // hcnt == 1
+    reg [11:0]       tcnt;          // bytes left, incl. the next one
+    reg              t_last;        // tcnt == 1
     reg [BUF_AW-1:0] rd;            // next buffer address
-    reg [BUF_AW-1:0] fend;          // end of frame in buffer
 
-    // stage 1: header bytes of the 6 groups of 8 at hk[2:0] (then group hk[5:3] in stage 2)
+    // the header byte hk is picked in three registered 4:1 steps (timing):
+    // stage 1: byte hk[1:0] of each of the 12 quads, stage 2: quad hk[3:2] of each third,
+    // stage 3: third hk[5:4]; the buffer's byte for stage 3 is in the block RAM's output
+    // register (buf_rdata, 2 cycles after buf_raddr) and is registered once more
     reg        s1_v, s1_hdr, s1_last;
-    reg [2:0]  s1_g;
-    reg [47:0] s1_grp;
-    // stage 2: the byte that goes into the FIFO
+    reg [3:0]  s1_sel;
+    reg [95:0] s1_q;
     reg        s2_v, s2_last, s2_hdr;
-    reg [7:0]  s2_hb;              // (the buffer's byte for stage 2 is in the block RAM's
-                                   // output register: buf_rdata, 2 cycles after buf_raddr)
-    // stage 3: both candidates registered again, chosen at the FIFO write
+    reg [1:0]  s2_sel;
+    reg [23:0] s2_t;
+    // stage 3: both candidates, chosen at the FIFO write
     reg        s3_v, s3_last, s3_hdr;
     reg [7:0]  s3_hb, s3_buf;
     // m_ready may come from a registered request (wccp_mac_tx through fpga_core): it can stay
@@ -169,115 +99,135 @@ module wccp_builder #(
     // the next frame's first byte reaches the FIFO no earlier than 6 cycles after that pop
     // (accept, apply, issue, stages 1 to 3).
     wire pop  = m_valid && m_ready;
-    // occ = cnt + s1_v + s2_v + s3_v, kept as its own counter (timing)
-    reg  [3:0] occ;
-    wire can_issue = run && (occ < DEPTH - 1);
     // accepted action, applied in the next cycle (ld)
-    reg        ld, a_skip, a_port;
+    reg        ld;
+    // occ = FIFO fill + s1_v + s2_v + s3_v (0..7), kept as its own thermometer code (timing)
+    reg  [DEPTH-2:0] o_th;
+    // can_issue = run && occ < 7, registered from the next values of both (timing: it enables
+    // the issue registers)
+    reg              can_issue;
+    wire             run_n = (ld && !a_skip) || (run && !(can_issue && t_last));
+    wire [DEPTH-2:0] o_th_n = (can_issue && !pop) ? {o_th[DEPTH-3:0], 1'b1} :
+                              (pop && !can_issue) ? {1'b0, o_th[DEPTH-2:1]} : o_th;
     reg        idle_r;
-    reg [BUF_AW-1:0] a_start;
-    reg [10:0] a_flen, a_src_off, a_copy;
-    reg [5:0]  a_hlen;
+    reg        skip_rel;        // release a skipped frame (the cycle after ld)
+    wire       accept = idle_r && !ld && !act_ready && act_valid;
 
     assign buf_raddr = rd;
-    assign m_valid = (cnt != 4'd0);
+    assign m_valid = c_th[0];
     assign m_data  = fifo[rp][7:0];
     assign m_last  = fifo[rp][8];
 
     integer gi;
     always @(posedge clk) begin
+        // no reset: loaded before use
+        if (ld_en) begin
+            a_drop <= act_drop;
+            a_port <= act_port;
+            a_vl <= act_vlan && (act_kind == 2'd2 || act_kind == 2'd3);
+            a_h0 <= (act_hlen == 6'd0);
+            a_h1 <= (act_hlen == 6'd1);
+            a_c0 <= (act_copy_len == 11'd0);
+            a_c1 <= (act_copy_len == 11'd1);
+            a_rd <= act_start + {{(BUF_AW-11){1'b0}}, act_src_off};
+            a_end <= act_start + {{(BUF_AW-11){1'b0}}, act_flen};
+            a_copy <= act_copy_len;
+            a_hlen <= act_hlen;
+            h_dmac <= act_dmac;
+            h_smac <= act_smac;
+            h_tci <= act_tci;
+            h_tl <= act_tl;
+            h_csum <= act_csum;
+            h_rid <= act_rid;
+            h_cip <= act_cip;
+            h_rh <= act_rh;
+        end
+        // stage 3 -> FIFO
+        if (s3_v) fifo[wp] <= {s3_last, s3_hdr ? s3_hb : s3_buf};
+        s3_last <= s2_last;
+        s3_hdr <= s2_hdr;
+        s3_hb <= s2_t[s2_sel*8 +: 8];
+        s3_buf <= buf_rdata;
+        // stage 1 -> 2
+        s2_last <= s1_last;
+        s2_hdr <= s1_hdr;
+        s2_sel <= s1_sel[3:2];
+        for (gi = 0; gi < 3; gi = gi + 1)
+            s2_t[gi*8 +: 8] <= s1_q[{gi[1:0], s1_sel[1:0]}*8 +: 8];
+        // stage 0 -> 1: no enable (valid is s1_v; hk only moves when a byte is issued)
+        s1_last <= t_last;
+        s1_hdr <= in_hdr;
+        s1_sel <= hk[5:2];
+        for (gi = 0; gi < 12; gi = gi + 1)
+            s1_q[gi*8 +: 8] <= hdr[{gi[3:0], hk[1:0]}*8 +: 8];
+        if (can_issue) begin
+            if (in_hdr) begin
+                hk <= hk_nx;
+                hk_nx <= j_tag ? 6'd42 : j_back ? 6'd12 : hk_nx + 6'd1;
+                j_tag <= a_vl && hk_nx == 6'd10;
+                j_back <= (hk_nx == 6'd44);
+                hcnt <= hcnt - 6'd1;
+                h_last <= (hcnt == 6'd2);
+                if (h_last) in_hdr <= 1'b0;
+            end else begin
+                rd <= rd + 1'b1;
+            end
+            tcnt <= tcnt - 12'd1;
+            t_last <= (tcnt == 12'd2);
+        end
+        if (ld) begin
+            tcnt <= {6'd0, a_hlen} + {1'b0, a_copy};
+            t_last <= (a_h0 && a_c1) || (a_h1 && a_c0);
+            hk <= 6'd0;
+            hk_nx <= 6'd1;
+            j_tag <= 1'b0;
+            j_back <= 1'b0;
+            hcnt <= a_hlen;
+            h_last <= a_h1;
+            in_hdr <= !a_h0;
+            rd <= a_rd;
+        end
+    end
+
+    always @(posedge clk) begin
         act_ready <= 1'b0;
+        ld <= 1'b0;
         if (rst) begin
-            wp <= 3'd0; rp <= 3'd0; cnt <= 4'd0; occ <= 4'd0; ld <= 1'b0;
-            run <= 1'b0; s1_v <= 1'b0; s2_v <= 1'b0; s3_v <= 1'b0; req <= 2'b00;
+            wp <= 3'd0; rp <= 3'd0; c_th <= {(DEPTH-1){1'b0}}; o_th <= {(DEPTH-1){1'b0}};
+            run <= 1'b0; can_issue <= 1'b0; s1_v <= 1'b0; s2_v <= 1'b0; s3_v <= 1'b0; req <= 2'b00;
             rel_ptr <= {BUF_AW{1'b0}};
             idle_r <= 1'b0;
-            k <= 12'd0; tlast <= 12'd0; in_hdr <= 1'b0;
+            ld_en <= 1'b0;
+            skip_rel <= 1'b0;
         end else begin
-            // stage 2: write into FIFO
-            if (s3_v) begin
-                fifo[wp] <= {s3_last, s3_hdr ? s3_hb : s3_buf};
-                wp <= wp + 3'd1;
-            end
-            cnt <= cnt + {3'd0, s3_v} - {3'd0, pop};
+            if (s3_v) wp <= wp + 3'd1;
+            if (s3_v && !pop) c_th <= {c_th[DEPTH-3:0], 1'b1};
+            if (pop && !s3_v) c_th <= {1'b0, c_th[DEPTH-2:1]};
+            o_th <= o_th_n;
+            run <= run_n;
+            can_issue <= run_n && !o_th_n[DEPTH-2];
             s3_v <= s2_v;
-            s3_last <= s2_last;
-            s3_hdr <= s2_hdr;
-            s3_hb <= s2_hb;
-            s3_buf <= buf_rdata;
-            occ <= occ + {3'd0, can_issue} - {3'd0, pop};
-            if (pop) begin
-                rp <= rp + 3'd1;
-                if (m_last) begin
-                    req <= 2'b00;
-                    rel_ptr <= fend;
-                end
-            end
-            // stage 1 -> 2
             s2_v <= s1_v;
-            s2_last <= s1_last;
-            s2_hdr <= s1_hdr;
-            s2_hb <= s1_grp[s1_g*8 +: 8];
-            // stage 0: issue
-            s1_v <= 1'b0;
-            if (can_issue) begin
-                s1_v <= 1'b1;
-                s1_last <= (k == tlast);
-                s1_g <= hk[5:3];
-                for (gi = 0; gi < 6; gi = gi + 1)
-                    s1_grp[gi*8 +: 8] <= hb(h_vlan, {gi[2:0], hk[2:0]});
-                if (in_hdr) begin
-                    s1_hdr <= 1'b1;
-                    hk <= hk + 6'd1;
-                    if (hk == hlast) in_hdr <= 1'b0;
-                end else begin
-                    s1_hdr <= 1'b0;
-                    rd <= rd + 1'b1;
-                end
-                k <= k + 12'd1;
-                if (k == tlast) run <= 1'b0;
-            end
+            s1_v <= can_issue;
+            if (pop) rp <= rp + 3'd1;
+            if (pop && m_last) req <= 2'b00;
+            // the frame's buffer space is free once its last byte is popped (or it is skipped)
+            if ((pop && m_last) || skip_rel) rel_ptr <= a_end;
+            skip_rel <= ld && a_skip;
             // accept a new action once the previous frame has been handed over completely;
-            // the header fields are loaded now, the rest one cycle later from registers (timing)
-            ld <= 1'b0;
+            // its fields are in the a_/h_ registers already (loaded while idle), the rest is
+            // applied one cycle later (ld)
             // idle: nothing running or in flight (registered: a builder that was idle in the
             // last cycle and accepted nothing then is still idle, nothing else starts work)
-            idle_r <= !run && !ld && !act_ready && req == 2'b00 && !s1_v && !s2_v && !s3_v && cnt == 4'd0;
-            if (idle_r && !ld && !act_ready && act_valid) begin
+            idle_r <= !run && !ld && !act_ready && req == 2'b00 && !s1_v && !s2_v && !s3_v && !c_th[0];
+            // ld_en in the next cycle = idle_r && !ld && !act_ready then
+            ld_en <= !run && !ld && !act_ready && req == 2'b00 && !s1_v && !s2_v && !s3_v && !c_th[0] &&
+                     !accept;
+            if (accept) begin
                 act_ready <= 1'b1;
                 ld <= 1'b1;
-                a_skip <= act_drop || (act_copy_len == 11'd0 && act_hlen == 6'd0);
-                a_start <= act_start;
-                a_flen <= act_flen;
-                a_src_off <= act_src_off;
-                a_hlen <= act_hlen;
-                a_copy <= act_copy_len;
-                a_port <= act_port;
-                h_dmac <= act_dmac;
-                h_smac <= act_smac;
-                h_vlan <= act_vlan && (act_kind == 2'd2 || act_kind == 2'd3);
-                h_tci <= act_tci;
-                h_tl <= act_tl;
-                h_csum <= act_csum;
-                h_rid <= act_rid;
-                h_cip <= act_cip;
-                h_rh <= act_rh;
             end
-            if (ld) begin
-                if (a_skip) begin
-                    rel_ptr <= a_start + {{(BUF_AW-11){1'b0}}, a_flen};
-                end else begin
-                    run <= 1'b1;
-                    k <= 12'd0;
-                    tlast <= {6'd0, a_hlen} + {1'b0, a_copy} - 12'd1;
-                    hk <= 6'd0;
-                    hlast <= a_hlen - 6'd1;
-                    in_hdr <= (a_hlen != 6'd0);
-                    rd <= a_start + {{(BUF_AW-11){1'b0}}, a_src_off};
-                    fend <= a_start + {{(BUF_AW-11){1'b0}}, a_flen};
-                    req <= a_port ? 2'b10 : 2'b01;
-                end
-            end
+            if (ld && !a_skip) req <= a_port ? 2'b10 : 2'b01;
         end
     end
 endmodule

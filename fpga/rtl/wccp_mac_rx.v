@@ -27,7 +27,11 @@ module wccp_mac_rx #(
 
     localparam S_IDLE = 2'd0, S_PRE = 2'd1, S_DATA = 2'd2, S_SKIP = 2'd3;
     reg [1:0]  state;
-    reg [31:0] crc;
+    // The CRC is crc_s ^ dt, dt being the last byte's term of the update, registered on its
+    // own; with the update S of that term (sdt) registered too, crc_s is updated from local
+    // registers only (timing). The update is linear: crc32_byte(c, d) = S(c) ^ T(d) with
+    // S(c) = crc32_byte(c, 0), T(d) = crc32_byte(0, d), so S(crc_s ^ dt) = S(crc_s) ^ sdt.
+    reg [31:0] crc_s, dt, sdt;
     reg [39:0] dly;        // last 5 bytes received, dly[7:0] newest
     reg [2:0]  fill;       // bytes in dly (saturates at 5)
     reg [11:0] cnt;        // bytes received incl. FCS (saturating)
@@ -35,12 +39,24 @@ module wccp_mac_rx #(
     reg        full5;      // fill == 5
     reg        lt_min;     // cnt < MIN_LEN
     reg        gt_max;     // cnt > MAX_LEN
-    reg        crc_ok;     // crc (one cycle ago) is the good-FCS residue
+    reg  [3:0] crc_okb;    // bytes of crc (one cycle ago) equal the good-FCS residue's
+    wire       crc_ok = &crc_okb;
     reg        fin;        // the frame ended in the previous cycle: emit its last byte
-    // input byte folded into the CRC first, kept as its own LUT level so that synthesis
-    // builds each next-CRC bit as a shallow XOR tree (timing)
-    (* keep *) wire [7:0] crc_t;
-    assign crc_t = crc[7:0] ^ gmii_rxd;
+    wire [31:0] crc = crc_s ^ dt;
+    // terms of the nibbles of a byte, each its own LUT level (keep: synthesis would otherwise
+    // share XORs between bits and build deeper chains; timing)
+    (* keep *) wire [31:0] t_lo;
+    assign t_lo = crc32_byte(32'd0, {4'd0, gmii_rxd[3:0]});
+    (* keep *) wire [31:0] t_hi;
+    assign t_hi = crc32_byte(32'd0, {gmii_rxd[7:4], 4'd0});
+    (* keep *) wire [31:0] st_lo;
+    assign st_lo = crc32_byte(crc32_byte(32'd0, {4'd0, gmii_rxd[3:0]}), 8'd0);
+    (* keep *) wire [31:0] st_hi;
+    assign st_hi = crc32_byte(crc32_byte(32'd0, {gmii_rxd[7:4], 4'd0}), 8'd0);
+    (* keep *) wire [31:0] c_lo;
+    assign c_lo = crc32_byte(32'd0, {4'd0, crc_s[3:0]});
+    (* keep *) wire [31:0] c_hi;
+    assign c_hi = crc32_byte(32'd0, {crc_s[7:4], 4'd0});
 
     always @(posedge clk) begin
         m_valid <= 1'b0;
@@ -50,7 +66,7 @@ module wccp_mac_rx #(
         m_bad_fcs <= 1'b0;
         m_oversize <= 1'b0;
         fin <= 1'b0;
-        crc_ok <= (crc == 32'hDEBB20E3);
+        crc_okb <= {crc[31:24] == 8'hDE, crc[23:16] == 8'hBB, crc[15:8] == 8'h20, crc[7:0] == 8'hE3};
         if (rst) begin
             state <= S_IDLE;
             fill <= 3'd0;
@@ -59,7 +75,9 @@ module wccp_mac_rx #(
             full5 <= 1'b0;
             lt_min <= 1'b1;
             gt_max <= 1'b0;
-            crc <= 32'hFFFFFFFF;
+            crc_s <= 32'hFFFFFFFF;
+            dt <= 32'd0;
+            sdt <= 32'd0;
             dly <= 40'd0;
             m_data <= 8'd0;
             m_len <= 12'd0;
@@ -77,7 +95,9 @@ module wccp_mac_rx #(
                 lt_min <= 1'b1;
                 gt_max <= 1'b0;
                 err <= 1'b0;
-                crc <= 32'hFFFFFFFF;
+                crc_s <= 32'hFFFFFFFF;
+                dt <= 32'd0;
+                sdt <= 32'd0;
             end
             S_PRE: begin
                 if (!gmii_rx_dv) state <= S_IDLE;
@@ -90,7 +110,9 @@ module wccp_mac_rx #(
             S_DATA: begin
                 if (gmii_rx_dv) begin
                     dly <= {dly[31:0], gmii_rxd};
-                    crc <= crc32_byte({crc[31:8], crc_t}, 8'd0);
+                    crc_s <= {8'd0, crc_s[31:8]} ^ c_lo ^ c_hi ^ sdt;
+                    dt <= t_lo ^ t_hi;
+                    sdt <= st_lo ^ st_hi;
                     if (cnt != 12'hFFF) cnt <= cnt + 12'd1;
                     // length flags of the incremented count (it grows by one from 0 and
                     // saturates, so an equality is enough; no comparator chains)

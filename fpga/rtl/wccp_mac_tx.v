@@ -26,92 +26,113 @@ module wccp_mac_tx #(
 );
 `include "wccp_crc32.vh"
 
-    localparam S_IDLE = 3'd0, S_PRE = 3'd1, S_DATA = 3'd2, S_PAD = 3'd3, S_FCS = 3'd4, S_IFG = 3'd5;
-    reg [2:0]  state;
-    reg [3:0]  cnt;
+    // one-hot state
+    reg        st_idle, st_pre, st_data, st_pad, st_fcs, st_ifg;
+    // cnt: preamble 0..6; FCS 0..3, then on through the IFG (4..IFG+3); held at 0 otherwise
+    localparam CW = $clog2(IFG + 4);
+    localparam [CW-1:0] C_RDY = 2, C_IND = 4, C_SFD = 6, C_FCS = 3, C_IFG = IFG + 3;
+    reg [CW-1:0] cnt;
     reg [11:0] len;
+    reg        len_lt59, len_59;     // len < 59, len == 59 (kept with len)
     reg [31:0] crc;
+    // two input stages: the byte due at s_data is registered (a_), then its CRC term is formed
+    // (d_) before it goes out and into the CRC (s_ready is raised two cycles earlier to make up
+    // for them, so the wire timing is unchanged)
+    reg        in_d;                 // a byte is due at s_data in this cycle
+    reg [7:0]  a_d, d_r;
+    reg        a_v, a_er, a_end;     // a_d was due / was missing (tx_er) / ends the frame
+    reg        d_er, d_end;
+    reg [31:0] d_t;                  // d_r's term of the CRC update (0 when no byte was due)
+    // CRC update terms of the two nibbles of a byte, each its own LUT level (keep: synthesis
+    // would otherwise share XORs between bits and build deeper chains; timing)
+    (* keep *) wire [31:0] t_lo;
+    assign t_lo = crc32_byte(32'd0, {4'd0, a_d[3:0]});
+    (* keep *) wire [31:0] t_hi;
+    assign t_hi = crc32_byte(32'd0, {a_d[7:4], 4'd0});
+    (* keep *) wire [31:0] c_lo;
+    assign c_lo = crc32_byte(32'd0, {4'd0, crc[3:0]});
+    (* keep *) wire [31:0] c_hi;
+    assign c_hi = crc32_byte(32'd0, {crc[7:4], 4'd0});
+
+    always @(posedge clk) begin
+        a_d <= s_data;
+        a_v <= in_d;
+        a_er <= in_d && !s_valid;
+        a_end <= in_d && (s_last || !s_valid);
+        d_r <= a_d;
+        d_er <= a_er;
+        d_end <= a_end;
+        d_t <= a_v ? t_lo ^ t_hi : 32'd0;
+        // CRC over registers only (the update is linear: crc32_byte(c, d) =
+        // (c >> 8) ^ crc32_byte(0, c[7:0]) ^ crc32_byte(0, d))
+        if (st_pre) crc <= 32'hFFFFFFFF;
+        else if (st_fcs) crc <= {8'hFF, crc[31:8]};
+        else crc <= {8'd0, crc[31:8]} ^ c_lo ^ c_hi ^ d_t;
+        if (st_idle || st_data || st_pad) cnt <= {CW{1'b0}};
+        else cnt <= cnt + 1'b1;
+        frame_len <= len + 12'd4;           // (len holds from the FCS until the next preamble)
+        if (st_pre) begin
+            len <= 12'd0;
+            len_lt59 <= 1'b1;
+            len_59 <= 1'b0;
+        end else if (st_data || st_pad) begin
+            len <= len + 12'd1;
+            len_lt59 <= (len < 12'd58);
+            len_59 <= (len == 12'd58);
+        end
+    end
 
     always @(posedge clk) begin
         frame_done <= 1'b0;
         if (rst) begin
-            state <= S_IDLE;
+            {st_pre, st_data, st_pad, st_fcs, st_ifg} <= 5'd0;
+            st_idle <= 1'b1;
             gmii_txd <= 8'd0;
             gmii_tx_en <= 1'b0;
             gmii_tx_er <= 1'b0;
-            cnt <= 4'd0;
-            len <= 12'd0;
-            crc <= 32'hFFFFFFFF;
-            frame_len <= 12'd0;
             s_ready <= 1'b0;
+            in_d <= 1'b0;
         end else begin
-            gmii_tx_er <= 1'b0;
-            case (state)
-            S_IDLE: begin
-                gmii_tx_en <= 1'b0;
-                gmii_txd <= 8'd0;
-                if (s_start) begin
-                    state <= S_PRE;
-                    cnt <= 4'd0;
-                    gmii_tx_en <= 1'b1;
-                    gmii_txd <= 8'h55;
-                end
+            gmii_tx_en <= (st_idle && s_start) || st_pre || st_data || st_pad || st_fcs;
+            gmii_tx_er <= st_data && d_er;
+            if (st_data) gmii_txd <= d_r;
+            else if (st_fcs) gmii_txd <= ~crc[7:0];
+            else if (st_pre && cnt == C_SFD) gmii_txd <= 8'hD5;
+            else if (st_pre || (st_idle && s_start)) gmii_txd <= 8'h55;
+            else gmii_txd <= 8'd0;
+            // source requests: the first byte is due in preamble cycle 5
+            if (st_pre && cnt == C_RDY) s_ready <= 1'b1;
+            if (st_pre && cnt == C_IND) in_d <= 1'b1;
+            if (in_d && (s_last || !s_valid)) begin
+                in_d <= 1'b0;
+                s_ready <= 1'b0;
             end
-            S_PRE: begin
-                gmii_tx_en <= 1'b1;
-                cnt <= cnt + 4'd1;
-                if (cnt == 4'd4) s_ready <= 1'b1;    // first byte due in the first S_DATA cycle
-                if (cnt == 4'd6) begin
-                    gmii_txd <= 8'hD5;
-                    state <= S_DATA;
-                    len <= 12'd0;
-                    crc <= 32'hFFFFFFFF;
-                end else begin
-                    gmii_txd <= 8'h55;
-                end
+            if (st_idle && s_start) begin
+                st_idle <= 1'b0;
+                st_pre <= 1'b1;
             end
-            S_DATA: begin
-                gmii_tx_en <= 1'b1;
-                gmii_txd <= s_data;
-                crc <= crc32_byte(crc, s_data);
-                len <= len + 12'd1;
-                if (!s_valid) gmii_tx_er <= 1'b1;
-                if (s_last || !s_valid) begin
-                    s_ready <= 1'b0;
-                    state <= (len < 12'd59) ? S_PAD : S_FCS;
-                    cnt <= 4'd0;
-                end
+            if (st_pre && cnt == C_SFD) begin
+                st_pre <= 1'b0;
+                st_data <= 1'b1;
             end
-            S_PAD: begin
-                gmii_tx_en <= 1'b1;
-                gmii_txd <= 8'd0;
-                crc <= crc32_byte(crc, 8'd0);
-                len <= len + 12'd1;
-                if (len == 12'd59) begin
-                    state <= S_FCS;
-                    cnt <= 4'd0;
-                end
+            if (st_data && d_end) begin
+                st_data <= 1'b0;
+                st_pad <= len_lt59;
+                st_fcs <= !len_lt59;
             end
-            S_FCS: begin
-                gmii_tx_en <= 1'b1;
-                gmii_txd <= ~crc[7:0];
-                crc <= {8'hFF, crc[31:8]};
-                cnt <= cnt + 4'd1;
-                if (cnt == 4'd3) begin
-                    state <= S_IFG;
-                    cnt <= 4'd0;
-                    frame_done <= 1'b1;
-                    frame_len <= len + 12'd4;
-                end
+            if (st_pad && len_59) begin
+                st_pad <= 1'b0;
+                st_fcs <= 1'b1;
             end
-            S_IFG: begin
-                gmii_tx_en <= 1'b0;
-                gmii_txd <= 8'd0;
-                cnt <= cnt + 4'd1;
-                if (cnt == IFG - 1) state <= S_IDLE;
+            if (st_fcs && cnt == C_FCS) begin
+                st_fcs <= 1'b0;
+                st_ifg <= 1'b1;
+                frame_done <= 1'b1;
             end
-            default: state <= S_IDLE;
-            endcase
+            if (st_ifg && cnt == C_IFG) begin
+                st_ifg <= 1'b0;
+                st_idle <= 1'b1;
+            end
         end
     end
 endmodule

@@ -41,13 +41,16 @@ module wccp_rgmii_rx (
         end
         wp_gray <= (wp >> 1) ^ wp;
     end
+    integer m;
     initial begin
         wp = 5'd0;
         wp_gray = 5'd0;
         dv_d = 1'b0;
+        for (m = 0; m < 16; m = m + 1) mem[m] = 10'd0;
     end
 
-    // read side (core clock)
+    // read side (core clock); an empty FIFO within a frame (cannot happen within +-100 ppm)
+    // is flagged as an error
     reg [4:0] wg1, wg2, rp;
     reg       in_frame;
     reg [4:0] wbin;
@@ -58,33 +61,55 @@ module wccp_rgmii_rx (
     end
     // the decoded write pointer is registered once more (timing): one more cycle of latency
     reg  [4:0] wbin_r;
+    initial begin                    // (the outputs follow the head entry from the start)
+        wg1 = 5'd0;
+        wg2 = 5'd0;
+        wbin_r = 5'd0;
+        rp = 5'd0;
+    end
     wire [4:0] level = wbin_r - rp;
     wire [9:0] head = mem[rp[3:0]];
+    // level flags registered from the last cycle's level minus the last cycle's pop: a lower
+    // bound of this cycle's level (the write pointer only grows), so the read decision takes
+    // only registers and the head entry (timing)
+    reg        lv_nz;            // level >= 1 (0 in reset: nothing is read)
+    reg        lv_go;            // level >= 3 (at one byte per cycle: the level >= 4 of the
+                                 // cycle before, when a frame starts)
+    // read (pop) when lv_nz and (in a frame, or lv_go, or the head is an end marker). Every
+    // register's next value is formed for both values of head[9] from registers only, so the
+    // head entry (distributed RAM) passes one LUT level (timing)
+    wire       p_data = lv_nz && (in_frame || lv_go);   // pop if head is data
+    wire       p_mark = lv_nz;                          // pop if head is a marker
+    // (suffix _m: the value if head is an end marker, _d: if head is data)
+    (* keep *) wire odv_m, odv_d, nz_m, nz_d, go_m, go_d, if_m, if_d;
+    assign odv_m = !p_mark && in_frame;             // o_dv, o_er (underrun in a frame)
+    assign odv_d = p_data || in_frame;              // o_dv
+    assign nz_m = p_mark ? (level >= 5'd2) : (level != 5'd0);
+    assign nz_d = p_data ? (level >= 5'd2) : (level != 5'd0);
+    assign go_m = p_mark ? (level >= 5'd4) : (level >= 5'd3);
+    assign go_d = p_data ? (level >= 5'd4) : (level >= 5'd3);
+    assign if_m = !p_mark && in_frame;              // in_frame
+    assign if_d = p_data || in_frame;
+    // GMII out of the FIFO, then registered once more towards the core (the MAC sits far from
+    // the RGMII pins; timing): two cycles from the head entry to gmii_*
+    reg  [7:0] o_rxd;
+    reg        o_dv, o_er;
     always @(posedge clk) begin
         wg1 <= wp_gray;
         wg2 <= wg1;
         wbin_r <= wbin;
-        gmii_rx_dv <= 1'b0;
-        gmii_rx_er <= 1'b0;
-        if (rst) begin
-            // the write side (RX clock) is not reset: empty the FIFO by catching up with
-            // the synchronised write pointer (held while rst is asserted)
-            rp <= wbin_r;
-            in_frame <= 1'b0;
-        end else if (level != 5'd0 && (in_frame || level >= 5'd4 || head[9])) begin
-            rp <= rp + 5'd1;
-            if (head[9]) begin
-                in_frame <= 1'b0;
-            end else begin
-                in_frame <= 1'b1;
-                gmii_rx_dv <= 1'b1;
-                gmii_rx_er <= head[8];
-                gmii_rxd <= head[7:0];
-            end
-        end else if (in_frame) begin
-            gmii_rx_dv <= 1'b1;          // (cannot happen within +-100 ppm) flag as error
-            gmii_rx_er <= 1'b1;
-        end
+        lv_nz <= !rst && (head[9] ? nz_m : nz_d);
+        lv_go <= head[9] ? go_m : go_d;
+        o_rxd <= head[7:0];              // (qualified by o_dv)
+        o_dv <= head[9] ? odv_m : odv_d;
+        o_er <= head[9] ? odv_m : (p_data ? head[8] : in_frame);
+        gmii_rxd <= o_rxd;
+        gmii_rx_dv <= o_dv;
+        gmii_rx_er <= o_er;
+        in_frame <= !rst && (head[9] ? if_m : if_d);
+        if (rst) rp <= wbin_r;           // the write side (RX clock) is not reset: empty the
+                                         // FIFO by catching up with the write pointer
+        else if (head[9] ? p_mark : p_data) rp <= rp + 5'd1;
     end
 endmodule
 
