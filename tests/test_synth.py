@@ -63,6 +63,8 @@ def test_synth_colorlight_5a75b_flow():
         assert bit[:2] == b"\xff\x00" and b"\xff\xff\xbd\xb3" in bit     # comment header, ECP5 preamble
         text = summarise(rep, fb["fpga"])
         assert "Fmax" in text and "TRELLIS_COMB" in text and "CABGA256" in text and "150 MHz goal" in text
+        core_line = [ln for ln in text.splitlines() if ln.startswith("Fmax") and ln.split()[1].endswith("$clk")]
+        assert core_line and "needs 125 MHz: OK" in core_line[0], text
         # the same inputs again: served from the cache, same numbers, same bitstream
         p2 = wccp("synth", "--board", "colorlight_5a75b", "--out", out + "-again", "--json", timeout=120)
         assert p2.returncode == 0, p2.stderr[-2000:]

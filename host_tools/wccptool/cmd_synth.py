@@ -14,6 +14,7 @@ import tempfile
 
 # required frequencies of the datapath clocks (RGMII at 1 Gb/s: 125 MHz), for the margin column
 REQUIRED_MHZ = {"rxc": 125.0, "txc": 125.0}
+CORE_MHZ = 125.0         # GMII: one byte per cycle at 1 Gb/s
 MAIN_CELLS = ("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW", "DP16KD", "MULT18X18D", "TRELLIS_IO", "EHXPLLL",
               "DCCA", "IDDRX1F", "ODDRX1F")
 
@@ -33,6 +34,8 @@ def register(sub):
 
 
 def _required(clock):
+    if clock == "clk" or clock.endswith("$clk"):       # the core clock (PLL output net "clk")
+        return CORE_MHZ
     for k, v in REQUIRED_MHZ.items():
         if k in clock:
             return v
