@@ -115,6 +115,10 @@ def run(args):
     state.mkdir(parents=True, exist_ok=True)
     backend = BACKENDS[args.fpga](args)
     old_term = signal.signal(signal.SIGTERM, _on_term)
+    # Ctrl-C stops the appliance even when the launching shell ignored SIGINT (a background
+    # job of a non-interactive shell inherits SIG_IGN, and Python then raises no
+    # KeyboardInterrupt)
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     fw = None
     try:
         try:
@@ -149,6 +153,7 @@ def run(args):
                 backend.cleanup()
         finally:
             signal.signal(signal.SIGTERM, old_term)
+            signal.signal(signal.SIGINT, old_int)
 
 
 def register(subparsers):
