@@ -10,19 +10,8 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "fpga", "tools"))
 import endpoints  # noqa: E402
+from test_logic_depth import SRC  # noqa: E402  (module deep: y deep, half shallow, z reg-to-reg)
 
-SRC = """
-module deep (input wire clk, input wire [31:0] a, input wire [31:0] b, output reg y, output reg z);
-    reg [31:0] ra, rb;
-    reg        half;
-    always @(posedge clk) begin
-        ra <= a; rb <= b;
-        y <= ((ra * 3) ^ rb) == 32'h12345678;        // adder chain + compare
-        half <= ((ra ^ rb) == 32'h0F0F0F0F);
-        z <= half;                                   // register to register
-    end
-endmodule
-"""
 
 
 def test_endpoints_lists_every_slow_register():
