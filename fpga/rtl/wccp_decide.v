@@ -62,6 +62,12 @@ module wccp_decide #(
     output reg  [7:0]    lr_idx,
     output reg  [47:0]   lr_mac,
     input  wire          lr_ack,
+    // writes of cache addresses (cache table) and learnt MACs, for the scan's prefilter
+    input  wire          sf_ip_wr,
+    input  wire [31:0]   sf_ip_key,
+    input  wire          sf_mac_wr,
+    input  wire [47:0]   sf_mac_key,
+    input  wire          sf_l2_wr,    // a cache method with L2 return written
     // action
     output reg           act_valid,
     input  wire          act_ready,
@@ -499,10 +505,27 @@ module wccp_decide #(
         cs4 <= {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
     end
 
+    // ---- scan prefilter (wccp_srcfilt): can any table entry match this source? ----
+    // sampled with the bundle (idle), answered in S_C2, where the scan's start is loaded: a
+    // "no" starts it with every slot empty (the same 8 slot advances, so the decision keeps
+    // the timing of an empty table: constant, whatever the number of caches). Table writes
+    // reach the live bank only through a commit, learnt MACs a cycle after their write: a
+    // learn by the other engine while this frame is decided may or may not be seen, as
+    // before (the scan could read that entry before the write as well).
+    wire sf_maybe;
+    wccp_srcfilt sf (
+        .clk(clk), .ip_wr(sf_ip_wr), .ip_key(sf_ip_key), .mac_wr(sf_mac_wr), .mac_key(sf_mac_key),
+        .l2_wr(sf_l2_wr), .q_en(idle_f), .q_ip(in_sip), .q_mac(in_src_mac), .maybe(sf_maybe));
+    wire sf_none = state[S_C2] && !sf_maybe;
+
     // ---- scan: issue state, in-flight entries, hits ----
     always @(posedge clk) begin
         if (iss_ld) begin
             {iss_slot, iss_idx, iss_left, iss_nsh, iss_last} <= t4_s;
+            if (sf_none) begin
+                iss_left <= 7'h7F;                 // as an empty slot (cfg's nm1(0))
+                iss_nsh <= {7{7'h7F}};
+            end
         end else if (iss_on) begin
             if (!iss_left[6]) begin
                 iss_idx <= iss_idx + 5'd1;

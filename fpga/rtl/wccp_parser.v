@@ -40,6 +40,7 @@ module wccp_parser (
 );
     reg [11:0] fcnt;         // bytes of this frame, saturating at 2048 (frame_len wraps to 0)
     reg [16:0] eh;           // one-hot: current byte is Ethernet header byte k (eh[0]: first)
+    reg        dm_pos, sm_pos;   // |eh[5:0] (destination MAC byte), |eh[11:6] (source MAC)
     reg [19:0] ih;           // one-hot: current byte is IPv4 header byte k
     reg [11:0] lh;           // one-hot: current byte is L4 byte k
     reg [5:0]  lcd;          // bytes still to skip before L4 byte 0
@@ -91,6 +92,8 @@ module wccp_parser (
         done <= !rst && done0;
         if (restart) begin
             eh <= 17'd1;
+            dm_pos <= 1'b1;
+            sm_pos <= 1'b0;
             ih <= 20'd0;
             lh <= 12'd0;
             lcd_on <= 1'b0;
@@ -98,6 +101,8 @@ module wccp_parser (
             etlo <= 1'b0;
         end else if (v) begin
             eh <= {eh[15:0], 1'b0};
+            dm_pos <= |eh[4:0];
+            sm_pos <= |eh[10:5];
             // the next byte is IPv4 byte 0 after an 0x0800 ethertype
             ih <= {ih[18:0], etlo && et08 && zbyte};
             etlo <= eh[12] || (vlan && eh[16]);
@@ -124,8 +129,8 @@ module wccp_parser (
 
     // field capture: one enable per field (a one-hot position bit and s_valid)
     always @(posedge clk) begin
-        if (v && |eh[5:0]) dst_mac <= {dst_mac[39:0], d};
-        if (v && |eh[11:6]) src_mac <= {src_mac[39:0], d};
+        if (v && dm_pos) dst_mac <= {dst_mac[39:0], d};
+        if (v && sm_pos) src_mac <= {src_mac[39:0], d};
         if (v && (eh[12] || (vlan && eh[16]))) begin
             et08 <= b08;
             et81 <= b81;

@@ -166,15 +166,18 @@ module wccp_regs #(
     end
 
     // ---------------- commit ----------------
-    // The swap is decided one cycle ahead (commit_go) and applied when commit_now is set:
-    // the engines stay held through that cycle (hold clears with the swap). The live copy
+    // The swap is decided two cycles ahead (commit_go, registered) and applied when
+    // commit_now is set: the engines stay held until then (hold clears with the swap), so the
+    // decision still holds. The live copy
     // enables come from registered copies of the same strobe, one for the globals and one
     // per slot (kept apart from yosys' merging by wccp_rst_buf's keep_hierarchy), so no
     // single net steers the ~1 700 live configuration flip-flops.
-    reg          commit_now;
-    wire         commit_go = !rst && commit_req && hold && hold2 && !busy_r && !commit_now;
+    reg          commit_go, commit_now;
     wire [8:0]   cm;                   // [8] globals, [7:0] slots
-    always @(posedge clk) commit_now <= commit_go;
+    always @(posedge clk) begin
+        commit_go <= !rst && commit_req && hold && hold2 && !busy_r && !commit_go && !commit_now;
+        commit_now <= commit_go;
+    end
     genvar gc;
     generate
         for (gc = 0; gc < 9; gc = gc + 1) begin : g_cm

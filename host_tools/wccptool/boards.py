@@ -326,6 +326,17 @@ def _validate_fpga(d, problems):
         problems.append("mcu_link.pins: a ball is used twice")
     sc = _req(d, "sysconfig", dict, "board", problems) or {}
     _req(sc, "wired_on_board", bool, "sysconfig", problems)
+    pnr = d.get("pnr")          # optional: place-and-route settings of `wccp synth`
+    if pnr is not None:
+        if not isinstance(pnr, dict):
+            problems.append("pnr: must be an object")
+        else:
+            cm = pnr.get("core_mhz")
+            if cm is not None and (isinstance(cm, bool) or not isinstance(cm, (int, float)) or not 125 <= cm <= 400):
+                problems.append("pnr.core_mhz: %r must be a number from 125 (the GMII clock) to 400" % (cm,))
+            sd = pnr.get("seed")
+            if sd is not None and (isinstance(sd, bool) or not isinstance(sd, int) or sd < 0):
+                problems.append("pnr.seed: %r is not a non-negative integer" % (sd,))
 
 
 def validate(defn):

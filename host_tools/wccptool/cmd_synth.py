@@ -25,7 +25,9 @@ def register(sub):
     p.add_argument("--board", default="colorlight_5a75b", help="FPGA board (or an MCU board: its FPGA board)")
     p.add_argument("--top", default="fpga", help="fpga (board top with pins, default) or fpga_core")
     p.add_argument("--out", help="output directory (default build/synth/<board>)")
-    p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    p.add_argument("--seed", type=int, help="nextpnr placement seed (default: the board's pnr.seed, else 1)")
+    p.add_argument("--seeds", help="seed sweep, e.g. 1,2,3,4: place and route each, keep the fastest core clock "
+                                   "(record the winner as the board's pnr.seed)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--cache", default=os.environ.get("WCCP_SYNTH_CACHE"),
                    help="reuse/store results keyed by a hash of every flow input (RTL, constraints, board, "
@@ -65,6 +67,12 @@ def summarise(rep, fpga):
     if rep.get("bitstream"):
         lines.append("bitstream: %s (%d bytes)" % (rep["bitstream"], os.path.getsize(rep["bitstream"])
                                                    if os.path.exists(rep["bitstream"]) else 0))
+    if rep.get("seed") is not None:
+        lines.append("place and route: seed %s, core clock constrained to %s MHz%s" % (
+            rep["seed"], rep.get("core_mhz_constraint", "?"),
+            "; sweep " + ", ".join("seed %s: %s" % (sd, ("%.2f MHz" % f) if f else "no result")
+                                   for sd, f in sorted(rep["seeds"].items(), key=lambda kv: int(kv[0])))
+            if rep.get("seeds") else ""))
     lines.append("time: yosys %ss, nextpnr %ss" % (rep.get("yosys_s", "?"), rep.get("nextpnr_s", "?")))
     return "\n".join(lines)
 
@@ -87,7 +95,10 @@ def run(args):
         print("wccp synth: constraints %s of board %s missing" % (fb["constraints"], fb["name"]), file=sys.stderr)
         return 2
     out = args.out or os.path.join(boards.ROOT, "build", "synth", fb["name"])
-    key = cache_key(fb, args.top, args.seed, script, lpf) if args.cache else None
+    pnr = fb.get("pnr") or {}
+    seed = args.seed if args.seed is not None else int(pnr.get("seed", 1))
+    seeds = args.seeds or str(seed)
+    key = cache_key(fb, args.top, seeds, script, lpf) if args.cache else None
     if key and _from_cache(args.cache, key, out):
         print("synth: inputs unchanged, result from cache %s" % os.path.join(args.cache, key),
               file=sys.stderr, flush=True)
@@ -102,7 +113,10 @@ def run(args):
         if not any(d == m or d.startswith(m.rstrip("/") + "/") for m in mounts):
             mounts.append(d)
     env.setdefault("YOWASP_MOUNT", ":".join("%s=%s" % (d, d) for d in mounts))
-    cmd = [sys.executable, script, "--board", fb["name"], "--top", args.top, "--out", out, "--seed", str(args.seed)]
+    cmd = [sys.executable, script, "--board", fb["name"], "--top", args.top, "--out", out, "--seed", str(seed),
+           "--core-mhz", str(pnr.get("core_mhz", CORE_MHZ))]
+    if args.seeds:
+        cmd += ["--seeds", args.seeds]
     print("synth: %s" % " ".join(cmd), file=sys.stderr, flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=boards.ROOT)
     if p.returncode != 0:

@@ -959,7 +959,10 @@ async def test_adjacent_learn(dut):
 @_test
 async def test_decision_latency(dut):
     """Cycles from in_valid to act_valid against the number of configured cache entries
-    (measured and printed, not asserted)."""
+    (printed for docs/performance.md). Asserted is only the structure: a client's frame
+    (source neither a cache nor a learnt MAC, so the scan's prefilter says no) is decided in
+    the same number of cycles whatever the table size; a frame from a cache is scanned, so
+    its decision grows with the entries."""
     tb = TB(dut, 5)
     await tb.reset()
     res = []
@@ -987,6 +990,9 @@ async def test_decision_latency(dut):
             tb.check(exps, acts, lrs, ev)
             row[name] = lat[0]
         res.append((total, row))
+    assert len({row["gre"] for _t, row in res}) == 1, res
+    learn = [row["learn"] for _t, row in res]
+    assert learn == sorted(learn) and learn[-1] > learn[0] + 200, res
     for total, row in res:
         dut._log.info("decision latency: %3d cache entries: GRE redirect %4d cycles, no slot + 1 learn %4d, "
                       "not IPv4 %3d", total, row["gre"], row["learn"], row["not_ip"])
@@ -997,11 +1003,17 @@ async def test_decision_latency(dut):
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_decide(sim):
     here = pathlib.Path(__file__).resolve().parent
-    sources = [wccp_tb.RTL / "wccp_decide.v", wccp_tb.RTL / "wccp_bank_ram.v", wccp_tb.RTL / "wccp_ram.v",
-               wccp_tb.RTL / "wccp_bram.v",
-               here / "wccp_decide_tb.v"]
+    sources = [wccp_tb.RTL / "wccp_decide.v", wccp_tb.RTL / "wccp_srcfilt.v", wccp_tb.RTL / "wccp_bank_ram.v",
+               wccp_tb.RTL / "wccp_ram.v", wccp_tb.RTL / "wccp_bram.v", here / "wccp_decide_tb.v"]
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
-                    extra_env={"WCCP_DECIDE_PORT": "0"})
+                    extra_env={"WCCP_DECIDE_PORT": "0"},
+                    testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_random",
+                              "test_learning_stress", "test_adjacent_learn"])
     # the engine of receive port 1 (normal forwarding to port 0, learnt locations on port 1)
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 1},
-                    extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive", "test_learning_stress", "test_adjacent_learn"])
+                    extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive",
+                                                                   "test_learning_stress", "test_adjacent_learn"])
+    # decision cycles on a fresh engine: the prefilter's bits are only ever set (until power-up),
+    # so the other tests' random cache addresses would make client sources scan too
+    wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
+                    extra_env={"WCCP_DECIDE_PORT": "0"}, testcase=["test_decision_latency"])
