@@ -506,26 +506,33 @@ module wccp_decide #(
     end
 
     // ---- scan prefilter (wccp_srcfilt): can any table entry match this source? ----
-    // sampled with the bundle (idle), answered in S_C2, where the scan's start is loaded: a
-    // "no" starts it with every slot empty (the same 8 slot advances, so the decision keeps
-    // the timing of an empty table: constant, whatever the number of caches). Table writes
-    // reach the live bank only through a commit, learnt MACs a cycle after their write: a
-    // learn by the other engine while this frame is decided may or may not be seen, as
-    // before (the scan could read that entry before the write as well).
+    // sampled with the bundle (idle), answered in the scan's second issue cycle (the first
+    // S_SCAN cycle, sf_chk): a "no" issues nothing more and puts the issue state where an
+    // all-empty table has it by then (slot 2, nothing left in any slot). The entry already
+    // issued from slot 0 cannot hit (that is what "no" means) and drains long before an
+    // empty table's scan ends, so the decision keeps the timing of an empty table: constant,
+    // whatever the number of caches. Table writes reach the live bank only through a commit,
+    // learnt MACs a cycle after their write: a learn by the other engine while this frame is
+    // decided may or may not be seen, as before (the scan could read that entry before the
+    // write as well).
     wire sf_maybe;
+    reg  sf_chk;
+    always @(posedge clk) sf_chk <= state[S_C3];
     wccp_srcfilt sf (
         .clk(clk), .ip_wr(sf_ip_wr), .ip_key(sf_ip_key), .mac_wr(sf_mac_wr), .mac_key(sf_mac_key),
         .l2_wr(sf_l2_wr), .q_en(idle_f), .q_ip(in_sip), .q_mac(in_src_mac), .maybe(sf_maybe));
-    wire sf_none = state[S_C2] && !sf_maybe;
+    wire sf_none = sf_chk && !sf_maybe;
 
     // ---- scan: issue state, in-flight entries, hits ----
     always @(posedge clk) begin
-        if (iss_ld) begin
+        if (sf_none) begin
+            iss_slot <= 3'd2;
+            iss_idx <= 5'd0;
+            iss_left <= 7'h7F;                     // as an empty slot (cfg's nm1(0))
+            iss_nsh <= {7{7'h7F}};
+            iss_last <= 1'b0;
+        end else if (iss_ld) begin
             {iss_slot, iss_idx, iss_left, iss_nsh, iss_last} <= t4_s;
-            if (sf_none) begin
-                iss_left <= 7'h7F;                 // as an empty slot (cfg's nm1(0))
-                iss_nsh <= {7{7'h7F}};
-            end
         end else if (iss_on) begin
             if (!iss_left[6]) begin
                 iss_idx <= iss_idx + 5'd1;
@@ -571,7 +578,7 @@ module wccp_decide #(
                 // (no scan in flight and no learn pending in S_C2)
                 iss_on <= (state[S_C2] && f_ip_ok) || (lr_valid && lr_ack) ||
                           (iss_on && !(iss_left[6] && iss_last));
-                t0_v <= iss_on && !iss_left[6];
+                t0_v <= iss_on && !iss_left[6] && !sf_none;
                 t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v; t5_v <= t4_v;
             end
         end

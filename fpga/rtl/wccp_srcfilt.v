@@ -13,7 +13,9 @@
 // behind one router) is still filtered out.
 //
 //   write: ip_wr / mac_wr with the key, l2_wr; set two edges later (registered fold)
-//   query: q_en samples q_ip / q_mac (folded) at an edge; maybe is valid after the next edge
+//   query: q_en samples q_ip / q_mac at an edge; folded at the next, the 16 blocks read at
+//          the one after, the bit picked at the next: maybe (a gate over three flip-flops) is
+//          valid after the third edge after the sample
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_srcfilt (
@@ -26,7 +28,7 @@ module wccp_srcfilt (
     input  wire        q_en,
     input  wire [31:0] q_ip,
     input  wire [47:0] q_mac,
-    output reg         maybe
+    output wire        maybe
 );
     function [7:0] fold32;
         input [31:0] k;
@@ -37,25 +39,40 @@ module wccp_srcfilt (
         fold48 = k[47:40] ^ k[39:32] ^ k[31:24] ^ k[23:16] ^ k[15:8] ^ k[7:0];
     endfunction
 
-    // one-bit-wide memories with an asynchronous read port: distributed (LUT) RAM
-    (* ram_style = "distributed" *) reg ip_bm  [0:255];
-    (* ram_style = "distributed" *) reg mac_bm [0:255];
-    integer i;
-    initial begin
-        for (i = 0; i < 256; i = i + 1) begin
-            ip_bm[i] = 1'b0;
-            mac_bm[i] = 1'b0;
-        end
-    end
-
-    reg       w_ip, w_mac, w_l2, l2_any;
-    reg [7:0] w_ip_a, w_mac_a, q_ip_a, q_mac_a;
+    // each bit set is 16 distributed-RAM blocks of 16 x 1 (the fold's high nibble picks the
+    // block), read in two registered steps: every block at the low nibble, then the 16:1 pick
+    reg        w_ip, w_mac, w_l2, l2_any, ip_hit, mac_hit;
+    reg [7:0]  w_ip_a, w_mac_a, q_ip_a, q_mac_a;
+    reg [3:0]  q_ip_hi, q_mac_hi;
+    reg [15:0] ip_r16, mac_r16;
+    reg [31:0] q_ip_r;
+    reg [47:0] q_mac_r;
     initial begin
         w_ip = 1'b0;
         w_mac = 1'b0;
         w_l2 = 1'b0;
         l2_any = 1'b0;
     end
+    genvar k;
+    generate
+        for (k = 0; k < 16; k = k + 1) begin : blk
+            (* ram_style = "distributed" *) reg ipm [0:15];
+            (* ram_style = "distributed" *) reg macm [0:15];
+            integer i;
+            initial begin
+                for (i = 0; i < 16; i = i + 1) begin
+                    ipm[i] = 1'b0;
+                    macm[i] = 1'b0;
+                end
+            end
+            always @(posedge clk) begin
+                if (w_ip && w_ip_a[7:4] == k) ipm[w_ip_a[3:0]] <= 1'b1;
+                if (w_mac && w_mac_a[7:4] == k) macm[w_mac_a[3:0]] <= 1'b1;
+                ip_r16[k] <= ipm[q_ip_a[3:0]];
+                mac_r16[k] <= macm[q_mac_a[3:0]];
+            end
+        end
+    endgenerate
     always @(posedge clk) begin
         w_ip <= ip_wr;
         w_mac <= mac_wr;
@@ -63,13 +80,17 @@ module wccp_srcfilt (
         if (w_l2) l2_any <= 1'b1;
         w_ip_a <= fold32(ip_key);
         w_mac_a <= fold48(mac_key);
-        if (w_ip) ip_bm[w_ip_a] <= 1'b1;
-        if (w_mac) mac_bm[w_mac_a] <= 1'b1;
         if (q_en) begin
-            q_ip_a <= fold32(q_ip);
-            q_mac_a <= fold48(q_mac);
+            q_ip_r <= q_ip;
+            q_mac_r <= q_mac;
         end
-        maybe <= ip_bm[q_ip_a] | (l2_any && mac_bm[q_mac_a]);
+        q_ip_a <= fold32(q_ip_r);
+        q_mac_a <= fold48(q_mac_r);
+        q_ip_hi <= q_ip_a[7:4];
+        q_mac_hi <= q_mac_a[7:4];
+        ip_hit <= ip_r16[q_ip_hi];
+        mac_hit <= mac_r16[q_mac_hi];
     end
+    assign maybe = ip_hit | (l2_any & mac_hit);
 endmodule
 `default_nettype wire

@@ -1,7 +1,7 @@
 """wccp_srcfilt: the decision engine's scan prefilter. Against a Python model of the two bit
 sets: every written cache address or MAC answers "maybe" from two edges after its write on
-(never a false "no"); a key whose 8-bit fold was never written answers "no"; the answer is
-sampled by q_en and valid after the next edge; a write of one kind never sets the other;
+(never a false "no"); a key whose 8-bit fold was never written answers "no"; the query is
+sampled by q_en and answered after the third edge after that; a write of one kind never sets the other;
 MAC bits only count once a cache method with L2 return was written (sticky)."""
 import pathlib
 import random
@@ -78,7 +78,9 @@ class TB:
         # the query registers hold while q_en is low, whatever the inputs do
         d.q_ip.value = random.getrandbits(32)
         d.q_mac.value = random.getrandbits(48)
-        await RisingEdge(d.clk)
+        await self.edge()          # fold
+        await self.edge()          # the 16 blocks read
+        await RisingEdge(d.clk)    # the bit picked
         await ReadOnly()
         got = int(d.maybe.value)
         await Timer(1, "ns")
@@ -135,26 +137,29 @@ async def test_against_model(dut):
 
 @_test
 async def test_write_to_query_timing(dut):
-    """A write is seen by a query sampled on the edge after the write's own edge + 1."""
+    """A query sampled on the edge that registers a write sees it; one sampled an edge
+    earlier does not (the answer comes three edges after the sample)."""
     tb = TB(dut)
     await tb.edge()
     ip = 0x0A000001
     d = tb.dut
-    # write strobe on edge 0; query sampled on the same edge: still "no"
-    d.ip_key.value = ip
-    d.ip_wr.value = 1
     d.q_ip.value = ip
     d.q_mac.value = 0
     d.q_en.value = 1
-    await tb.edge()                 # edge 0: write registered, query sampled
+    await tb.edge()                 # edge -1: query A sampled
+    d.ip_key.value = ip
+    d.ip_wr.value = 1
+    await tb.edge()                 # edge 0: write registered, query B sampled; A folded
     d.ip_wr.value = 0
-    await tb.edge()                 # edge 1: bit set; answer to the edge-0 query
+    d.q_en.value = 0
+    await tb.edge()                 # edge 1: the bit is set; A's blocks read (before); B folded
+    await RisingEdge(d.clk)         # edge 2: A's bit picked; B's blocks read (after the set)
     await ReadOnly()
-    assert int(d.maybe.value) == 0
+    assert int(d.maybe.value) == 0, "query A"
     await Timer(1, "ns")
-    await tb.edge()                 # edge 2: answer to the edge-1 query (after the write)
+    await RisingEdge(d.clk)         # edge 3: B's bit picked
     await ReadOnly()
-    assert int(d.maybe.value) == 1
+    assert int(d.maybe.value) == 1, "query B"
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
