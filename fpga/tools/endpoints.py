@@ -5,8 +5,8 @@
 
 TIMING.json is nextpnr's `--report FILE --detailed-timing-report` output (`wccp synth`
 writes it as <out>/<top>_timing.json). nextpnr's log names one critical path per clock; the
-detailed report holds the post-route arrival time at every timing endpoint, so this lists
-all of them at once: for each register (flip-flop bits or RAM ports sharing a name), the
+detailed report holds the post-route arrival time at every timing endpoint (plus the pin's
+setup time, which it leaves out: SETUP_NS), so this lists all of them at once: for each register (flip-flop bits or RAM ports sharing a name), the
 number of endpoints over the period, the worst arrival, its input pin and the net feeding it.
 Fix the slowest groups first, then re-run place and route (placement moves everything).
 """
@@ -23,15 +23,33 @@ def group_name(cell):
     return re.sub(r"\[\d+\]", "", n)
 
 
+# setup time of an input pin (ns), added to the routed arrival: the detailed report gives
+# arrivals only. ECP5 speed 6 as nextpnr's critical-path reports print it (a flip-flop's
+# local set/reset 0.42; DI, M, CE 0); setup segments of the report's own critical paths
+# are added per pin name (e.g. DP16KD data pins).
+SETUP_NS = {"LSR": 0.42}
+
+
+def setups(report):
+    """{pin name: setup ns}: SETUP_NS and the setup segments of the report's critical paths."""
+    st = dict(SETUP_NS)
+    for cp in report.get("critical_paths", []):
+        for seg in cp.get("path", []):
+            if seg.get("type") == "setup":
+                st[seg["to"]["port"]] = max(st.get(seg["to"]["port"], 0.0), seg["delay"])
+    return st
+
+
 def endpoints(report, clock):
-    """[(arrival ns, cell, port, net)] for paths launched and captured by `clock`."""
+    """[(arrival + setup ns, cell, port, net)] for paths launched and captured by `clock`."""
+    st = setups(report)
     out = []
     for net in report.get("detailed_net_timings", []):
         if clock not in net["event"]:
             continue
         for e in net["endpoints"]:
             if clock in e["event"]:
-                out.append((e["delay"][1], e["cell"], e["port"], net["net"]))
+                out.append((e["delay"][1] + st.get(e["port"], 0.0), e["cell"], e["port"], net["net"]))
     return out
 
 
