@@ -1,7 +1,7 @@
 // Source prefilter of a decision engine's cache-table scan. The scan compares a frame's
 // source IPv4 address with every cache address (learning, "from a cache") and its source
 // MAC with every learnt L2-return cache MAC, one table entry per cycle: decision time grew
-// with the number of configured caches. This filter answers in two cycles whether the scan
+// with the number of configured caches. This filter answers in three cycles whether the scan
 // can find anything at all: one bit per 8-bit XOR fold of every cache address and every
 // learnt MAC ever written to the tables. The bits are only ever set (never cleared, not even
 // by rst: a table or learnt entry survives a reset too), so a "no" is exact (no entry can
@@ -12,7 +12,7 @@
 // caches a client frame that carries the same source MAC as a cache's own frames (both
 // behind one router) is still filtered out.
 //
-//   write: ip_wr / mac_wr with the key, l2_wr; set two edges later (registered fold)
+//   write: ip_wr / mac_wr with the key, l2_wr; set on the edge after the one sampling them
 //   query: q_en samples q_ip / q_mac at an edge; folded at the next, the 16 blocks read at
 //          the one after, the bit picked at the next: maybe (a gate over three flip-flops) is
 //          valid after the third edge after the sample
