@@ -5,9 +5,10 @@
 
 TIMING.json is nextpnr's `--report FILE --detailed-timing-report` output (`wccp synth`
 writes it as <out>/<top>_timing.json). nextpnr's log names one critical path per clock; the
-detailed report holds the post-route arrival time at every timing endpoint (plus the pin's
-setup time, which it leaves out: SETUP_NS), so this lists all of them at once: for each register (flip-flop bits or RAM ports sharing a name), the
-number of endpoints over the period, the worst arrival, its input pin and the net feeding it.
+detailed report holds the post-route arrival time at every timing endpoint (to which this
+adds the pin's setup time, which the report leaves out: SETUP_NS), so this lists all of them
+at once: for each register (flip-flop bits or RAM ports sharing a name), the number of
+endpoints over the period, the worst arrival, its input pin and the net feeding it.
 Fix the slowest groups first, then re-run place and route (placement moves everything).
 """
 import argparse
