@@ -21,6 +21,7 @@ for p in (str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_t
         sys.path.insert(0, p)
 
 import test_router as tr  # noqa: E402
+from proc_output import Output  # noqa: E402
 from tsharkcheck import assert_datagrams_clean  # noqa: E402
 from wccp import codec  # noqa: E402
 from wccp import router as router_mod  # noqa: E402
@@ -185,27 +186,24 @@ def test_wccp_run_keeps_running_until_signal(tmp_path):
         p = subprocess.Popen(_wccp_cmd() + ["run", "--wccp-addr", addr, "--http-port", "18134",
                                             "--state-dir", str(tmp_path)],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+        o = Output(p)
+        out = ""
         try:
-            st = None
-            deadline = time.time() + 20
-            while time.time() < deadline and st is None:
-                try:
-                    with urllib.request.urlopen("http://%s:18134/status" % addr, timeout=1) as r:
-                        st = json.loads(r.read())
-                except OSError:
-                    time.sleep(0.1)
-            assert st is not None and st["router_id"] == addr
+            assert o.wait_for("Stop:", 20), o.text()      # the banner is out: it is running
+            with urllib.request.urlopen("http://%s:18134/status" % addr, timeout=5) as r:
+                st = json.loads(r.read())
+            assert st["router_id"] == addr
             time.sleep(1.5)
             assert p.poll() is None                    # keeps running
             with _udp("127.31.0.6") as s:              # and answers caches
                 data, peer = _exchange(s, tr.hia("127.31.0.6", 0, router=addr), router=addr)
                 assert codec.decode(data)["type"] == 11 and peer == (addr, 2048)
             p.send_signal(sig)
-            out, _ = p.communicate(timeout=10)
+            out = o.finish(10)
         finally:
             if p.poll() is None:
                 p.kill()
-                p.communicate()
+                p.wait()
         assert p.returncode == 0, out
         assert "wccp show --host %s --port 18134" % addr in out and "stopping" in out
         with _udp(addr):                               # the firmware is gone: 2048 is free again

@@ -17,6 +17,7 @@ import time
 import urllib.request
 
 import pytest
+from proc_output import Output
 from twin_helpers import build_rtl, ether, mac
 
 from wccptool import twin
@@ -80,16 +81,13 @@ def test_wccp_run_twin_ready_and_stops_cleanly(backend, sig, n, tmp_path):
                                     "--state-dir", str(tmp_path)],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(ROOT), env=env,
                          start_new_session=True)
+    o = Output(p)
+    out = ""
     try:
-        st = None
-        deadline = time.time() + 120
-        while time.time() < deadline and st is None:
-            assert p.poll() is None, p.stdout.read()
-            try:
-                st = _status(addr, http)
-            except OSError:
-                time.sleep(0.1)
-        assert st is not None and st["router_id"] == addr
+        # the banner's last line: the firmware is up and `wccp run` has said where everything is
+        assert o.wait_for("Stop:", 120), o.text()
+        st = _status(addr, http)
+        assert st["router_id"] == addr
         assert st["app"]["dataplane"] == "fpga"
         # traffic through the twin; the firmware reads the FPGA's counters for /status
         fc = twin.FrameClient(frames)
@@ -101,7 +99,7 @@ def test_wccp_run_twin_ready_and_stops_cleanly(backend, sig, n, tmp_path):
         started = _descendants(p.pid)             # firmware, twin service, simulator
         assert len(started) >= 2
         p.send_signal(sig)
-        out, _ = p.communicate(timeout=30)
+        out = o.finish(30)
     finally:
         if p.poll() is None:           # failed: take down everything it started
             for q in _descendants(p.pid):
@@ -110,7 +108,7 @@ def test_wccp_run_twin_ready_and_stops_cleanly(backend, sig, n, tmp_path):
                 except ProcessLookupError:
                     pass
             p.kill()
-            p.communicate()
+            p.wait()
     assert p.returncode == 0, out
     assert "SPI socket %s" % spi in out and "wccp show --host %s --port %d" % (addr, http) in out
     assert "stopping" in out
