@@ -169,9 +169,11 @@ module fpga_core #(
         wire [BUF_AW-1:0] buf_raddr, rel_ptr, q_start;
         wire [7:0]  buf_rdata;
         wire        q_valid, q_pop;
-        wire [10:0] q_flen;
         wire [47:0] q_dst, q_src;
-        wire        q_vlan, q_is_ip, q_ip_ok;
+        wire        q_vlan, q_is_ip, q_ip_hdr_ok;
+        // the frame's status (end of frame), one per bundle, in order
+        wire        st_valid, st_pop, st_good, st_avail;
+        wire [10:0] st_flen;
         wire [15:0] q_tci, q_sport, q_dport, q_totlen, q_len4, q_len8;
         wire [7:0]  q_proto, q_l4b4;
         wire [31:0] q_sip, q_dip, q_l4w0;
@@ -180,11 +182,12 @@ module fpga_core #(
         wccp_rxq #(.BUF_AW(BUF_AW)) rxq (
             .clk(clk), .rst(rst_rx), .gmii_rxd(rxd[g]), .gmii_rx_dv(rxdv[g]), .gmii_rx_er(rxer[g]),
             .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
-            .q_valid(q_valid), .q_pop(q_pop), .q_start(q_start), .q_flen(q_flen), .q_dst_mac(q_dst),
-            .q_src_mac(q_src), .q_vlan(q_vlan), .q_tci(q_tci), .q_is_ip(q_is_ip), .q_ip_ok(q_ip_ok),
+            .q_valid(q_valid), .q_pop(q_pop), .q_start(q_start), .q_dst_mac(q_dst),
+            .q_src_mac(q_src), .q_vlan(q_vlan), .q_tci(q_tci), .q_is_ip(q_is_ip), .q_ip_hdr_ok(q_ip_hdr_ok),
             .q_proto(q_proto), .q_sip(q_sip), .q_dip(q_dip), .q_sport(q_sport), .q_dport(q_dport),
             .q_totlen(q_totlen), .q_ihl(q_ihl), .q_l4w0(q_l4w0), .q_l4b4(q_l4b4), .q_len4(q_len4),
-            .q_len8(q_len8), .ev_rx(ev_rx[g]), .ev_rx_len(ev_rx_len[g*12 +: 12]),
+            .q_len8(q_len8), .st_valid(st_valid), .st_pop(st_pop), .st_good(st_good), .st_avail(st_avail),
+            .st_flen(st_flen), .ev_rx(ev_rx[g]), .ev_rx_len(ev_rx_len[g*12 +: 12]),
             .ev_drop(ev_drop[g*4 +: 4]));
 
         // table copies for this engine
@@ -231,11 +234,12 @@ module fpga_core #(
         wire [11:0] ev_b;
         wccp_decide #(.PORT(g)) decide (
             .clk(clk), .rst(rst_dp), .hold(hold), .busy(busy[g]),
-            .in_valid(q_valid), .in_ready(q_pop), .in_start(q_start), .in_flen(q_flen),
+            .in_valid(q_valid), .in_ready(q_pop), .in_start(q_start),
             .in_dst_mac(q_dst), .in_src_mac(q_src), .in_vlan(q_vlan), .in_tci(q_tci),
-            .in_is_ip(q_is_ip), .in_ip_ok(q_ip_ok), .in_proto(q_proto), .in_sip(q_sip),
+            .in_is_ip(q_is_ip), .in_ip_hdr_ok(q_ip_hdr_ok), .in_proto(q_proto), .in_sip(q_sip),
             .in_dip(q_dip), .in_sport(q_sport), .in_dport(q_dport), .in_totlen(q_totlen),
             .in_ihl(q_ihl), .in_l4w0(q_l4w0), .in_l4b4(q_l4b4), .in_len4(q_len4), .in_len8(q_len8),
+            .st_valid(st_valid), .st_pop(st_pop), .st_good(st_good), .st_avail(st_avail), .st_flen(st_flen),
             .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu),
             .nh_mac(nh_mac[(g ^ 1)*48 +: 48]), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc),
             .grp_flags(grp_flags), .grp_ports(grp_ports),

@@ -1,9 +1,14 @@
-// Decision engine (one per receive port): takes the parse bundle of a good frame, learns
-// cache locations, recognises GRE return traffic, classifies against the service-group
-// slots, runs the hash (or mask) assignment and the cache resolution, and hands the
-// builder an action: which port, which header to prepend and which bytes of the received
-// frame to copy. Tables are read from the live bank; `hold` (commit pending) keeps it from
-// starting a new frame so that a commit always falls between two decisions.
+// Decision engine (one per receive port): takes a frame's parse bundle (issued by wccp_rxq
+// at the frame's header point, while the rest of the frame still arrives), learns cache
+// locations, recognises GRE return traffic, classifies against the service-group slots,
+// runs the hash (or mask) assignment and the cache resolution, and hands the builder an
+// action: which port, which header to prepend and which bytes of the received frame to
+// copy. The frame's status (good, whole IPv4 datagram received, length) follows on its own
+// channel at the frame end; the engine commits the action, its events and its learning only
+// once it has that status: a bad frame is dropped (no events, no learning), a truncated
+// IPv4 datagram forwarded normally. Tables are read from the live bank; `hold` (commit
+// pending) keeps it from starting a new frame so that a commit always falls between two
+// decisions.
 `timescale 1ns / 1ps
 `default_nettype none
 /* verilator lint_off UNUSEDSIGNAL */
@@ -18,13 +23,12 @@ module wccp_decide #(
     input  wire          in_valid,
     output reg           in_ready,
     input  wire [11:0]   in_start,
-    input  wire [10:0]   in_flen,
     input  wire [47:0]   in_dst_mac,
     input  wire [47:0]   in_src_mac,
     input  wire          in_vlan,
     input  wire [15:0]   in_tci,
     input  wire          in_is_ip,
-    input  wire          in_ip_ok,
+    input  wire          in_ip_hdr_ok,   // the IPv4 header is valid (the datagram may be cut)
     input  wire [7:0]    in_proto,
     input  wire [31:0]   in_sip,
     input  wire [31:0]   in_dip,
@@ -36,6 +40,13 @@ module wccp_decide #(
     input  wire [7:0]    in_l4b4,
     input  wire [15:0]   in_len4,
     input  wire [15:0]   in_len8,
+    // the frame's status (FIFO head: always the status of the frame in the engine, once
+    // its bundle was taken; popped at the edge where st_valid and st_pop are high)
+    input  wire          st_valid,
+    output reg           st_pop,
+    input  wire          st_good,     // frame complete, FCS and size good, not overflowed
+    input  wire          st_avail,    // the whole IPv4 datagram was received
+    input  wire [10:0]   st_flen,     // bytes the frame occupies in the buffer
     // live configuration
     input  wire          active,
     input  wire [31:0]   router_id,
@@ -109,6 +120,14 @@ module wccp_decide #(
     // Values that only depend on the latched bundle, the configuration or other registers
     // are registered every cycle (no enable); the outcome of each decision step is a
     // registered flag, so that next-state logic and enables are a state bit and a flag.
+    // Where a decision ends, the engine waits in S_WST until it has the frame's status
+    // (latched from the status channel by its own small state, at any time after the take,
+    // also during the scan); S_WST's last cycle (commit) builds the action from the
+    // decision's registered fields and the registered status flags, and the action, the
+    // events and the status pop follow together (act_valid 3 cycles after st_valid when the
+    // decision was made first; when the status was there first, S_WST takes the one cycle
+    // S_OUT used to take before act_valid). A learn hit in the scan waits for the status too
+    // (the learning request is only raised for a good, complete frame).
     // ------------------------------------------------------------------------------------
     localparam integer
         S_IDLE = 0,
@@ -153,8 +172,9 @@ module wccp_decide #(
         S_MA2B = 41,
         S_MTW3 = 42,
         S_CW3 = 43,
-        S_CK = 44;
-    localparam integer NS = 45;
+        S_CK = 44,
+        S_WST = 45;
+    localparam integer NS = 46;
     // one-hot state (next state written out per bit below)
     reg [NS-1:0] state;
     reg [NS-1:0] nx;
@@ -162,11 +182,10 @@ module wccp_decide #(
 
     // latched bundle
     reg [11:0] f_start;
-    reg [10:0] f_flen;
     reg [47:0] f_dst, f_src;
     reg        f_vlan;
     reg [15:0] f_tci;
-    reg        f_is_ip, f_ip_ok;
+    reg        f_is_ip, f_ip_hdr_ok;
     reg [7:0]  f_proto;
     reg [31:0] f_sip, f_dip;
     reg [15:0] f_sport, f_dport, f_totlen;
@@ -185,8 +204,8 @@ module wccp_decide #(
             f_dst <= in_dst_mac; f_src <= in_src_mac; f_sip <= in_sip; f_dip <= in_dip;
         end
         if (state[S_IDLE]) begin
-            f_start <= in_start; f_flen <= in_flen;
-            f_vlan <= in_vlan; f_tci <= in_tci; f_is_ip <= in_is_ip; f_ip_ok <= in_ip_ok;
+            f_start <= in_start;
+            f_vlan <= in_vlan; f_tci <= in_tci; f_is_ip <= in_is_ip; f_ip_hdr_ok <= in_ip_hdr_ok;
             f_proto <= in_proto; f_sport <= in_sport;
             f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
             f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
@@ -270,8 +289,20 @@ module wccp_decide #(
 
     // ---- decision outcome flags (every cycle; read in S_DEC) ----
     reg x_retok, x_retbad, x_inval, x_slot, x_fromc, x_hash, x_mask, x_unass, x_out;
+    reg x_ntr;                          // not redirectable if the status says so (IPv4, active)
     reg x_base, m_hash, m_mask;         // a slot applies; its assignment is hash / mask
-    reg [10:0] v_src_off, v_copy_len;  // S_DEC's action fields
+    reg [10:0] v_src_off;               // S_DEC's action fields
+    reg [5:0]  v_hlen;
+    reg [5:0]  c_hlen;                  // S_C's action fields (L2 rewrite or GRE), ready with ck_l2
+    reg [1:0]  c_kind;
+    reg [10:0] c_src_off;
+    // the decision's action fields (S_DEC, S_C), made the action at the commit; the copy
+    // length is d_copy_len for kinds 2 and 3, the frame length (kind 0) or the frame length
+    // - 12 (kind 1) from the status
+    reg        d_drop, d_port;
+    reg [1:0]  d_kind;
+    reg [5:0]  d_hlen;
+    reg [10:0] d_src_off, d_copy_len;
 
     // ---- mask index: the 96-bit key and 7 bit positions, two stages ----
     wire [95:0] key96 = {f_sip, f_dip, f_sport, f_dport};
@@ -347,7 +378,6 @@ module wccp_decide #(
     reg       cidx_bad;          // cidx >= the slot's cache count
     reg       alt_used;
     reg [7:0] pb, ab;
-    reg [10:0] l2_copy;
     // the chosen cache (S_CK, read in S_C): index bad, unknown, L2, too big for GRE, GRE;
     // from the learnt and method words and three flags registered before S_CK
     reg       ck_unass, ck_unkn, ck_l2, ck_toobig, ck_gre, ck_dm;
@@ -373,9 +403,10 @@ module wccp_decide #(
     // classification and GRE checks: registered every cycle from the latched bundle and the
     // live configuration (both stable while a frame is decided). The first slot (msl) is
     // valid 6 cycles after the latch, its configuration (m_*) 7 and pb / ab 8 cycles after;
-    // they only matter for valid IPv4 frames, whose scan (at least 8 slot advances) keeps
-    // the state machine out of S_PRE until 13 cycles after the latch. The GRE return flags
-    // (x_retok, x_retbad) are valid 5 cycles after the latch, in time for S_DEC (7).
+    // they only matter for frames with a valid IPv4 header, whose scan (at least 8 slot
+    // advances) keeps the state machine out of S_PRE until 13 cycles after the latch. The GRE
+    // return flags (x_retok, x_retbad) are valid 5 cycles after the latch, in time for S_DEC
+    // (7).
     always @(posedge clk) begin
         for (cs = 0; cs < 8; cs = cs + 1) begin
             c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? f_sport : f_dport;
@@ -405,7 +436,7 @@ module wccp_decide #(
             g_m[kc] <= (f_dip[kc*8 +: 8] == router_id[kc*8 +: 8]);
         g_m[4] <= (f_l4w0[31:16] == 16'h0000);
         g_m[5] <= (f_l4w0[15:0] == 16'h883E);
-        g_m[6] <= f_ip_ok && f_proto == 8'd47;
+        g_m[6] <= f_ip_hdr_ok && f_proto == 8'd47;
         g_pre <= &g_m;
         g_hlen4 <= hlen + 16'd4;
         g_prel <= hlen + (nib4 ? 16'd4 : 16'd8);
@@ -422,7 +453,6 @@ module wccp_decide #(
 
         gre_tl_r <= f_totlen + 16'd28;
         r_toobig <= d_mtu_tl[16];                // gre_tl_r > mtu
-        l2_copy <= f_flen - 11'd12;
         for (kc = 0; kc < 4; kc = kc + 1)
             nh_nz4[kc] <= |nh_mac[kc*12 +: 12];
         nh_nz <= |nh_nz4;
@@ -439,10 +469,11 @@ module wccp_decide #(
 
         // decision outcome (S_DEC's priority: not IPv4, invalid, GRE return, no slot, from
         // a cache, hash, mask, unassigned)
-        x_retok  <= f_is_ip && f_ip_ok && g_ret_hit && !(|g_rb);
-        x_retbad <= f_is_ip && f_ip_ok && g_ret_hit && (|g_rb);
-        x_inval  <= f_is_ip && !f_ip_ok && active;
-        x_base   <= f_is_ip && f_ip_ok && !g_ret_hit && active && mfound;
+        x_retok  <= f_is_ip && f_ip_hdr_ok && g_ret_hit && !(|g_rb);
+        x_retbad <= f_is_ip && f_ip_hdr_ok && g_ret_hit && (|g_rb);
+        x_inval  <= f_is_ip && !f_ip_hdr_ok && active;
+        x_ntr    <= f_is_ip && active;
+        x_base   <= f_is_ip && f_ip_hdr_ok && !g_ret_hit && active && mfound;
         m_hash   <= (m_ctrl[2:1] == 2'd1);
         m_mask   <= (m_ctrl[2:1] == 2'd2) && (m_ctrl[10:8] != 3'd0);
         x_slot   <= x_base;
@@ -452,7 +483,7 @@ module wccp_decide #(
         x_unass  <= x_base && !r_fromc && !m_hash && !m_mask;
         x_out    <= !(x_base && !r_fromc && (m_hash || m_mask));
         v_src_off <= x_retok ? r_dec_off : 11'd0;
-        v_copy_len <= x_retok ? r_il : f_flen;
+        v_hlen <= x_retok ? (f_vlan ? 6'd18 : 6'd14) : 6'd0;
 
         // mask index: position word 0 (S_MA3), word 1 on mp_rdata (S_MA4), then two stages
         // every cycle (midx valid in S_MS2, the value table byte and flag in S_M2L)
@@ -493,6 +524,9 @@ module wccp_decide #(
         ck_unass  <= !k_ok;
         ck_unkn   <= k_ok && !ln_known;
         ck_l2     <= k_ok && ln_known && cm_l2;
+        c_hlen    <= (k_ok && ln_known && cm_l2) ? 6'd12 : (f_vlan ? 6'd46 : 6'd42);
+        c_kind    <= (k_ok && ln_known && cm_l2) ? 2'd1 : 2'd2;
+        c_src_off <= (k_ok && ln_known && cm_l2) ? 11'd12 : l2len;
         ck_toobig <= k_okt && ln_known && !cm_l2;
         ck_gre    <= k_okg && ln_known && !cm_l2;
         ck_dm     <= ln_known && (cm_l2 ? k_ok : k_okg);
@@ -523,7 +557,42 @@ module wccp_decide #(
         .l2_wr(sf_l2_wr), .q_en(idle_f), .q_ip(in_sip), .q_mac(in_src_mac), .maybe(sf_maybe));
     wire sf_none = sf_chk && !sf_maybe;
 
+    // ---- the frame's status ----
+    // The status FIFO's head is this frame's status from the take on (the previous frame's
+    // was popped at its commit). s_want (from S_C1 until st_valid is seen) latches it, as the
+    // registered flags everything after uses: s_have (known), s_ok (good, and the whole
+    // datagram received where the decision used the IPv4 header: the decision's action),
+    // s_nok (the other cases: bad, or a truncated IPv4 datagram), s_bad (bad: drop), s_nr
+    // (good, and not a whole datagram with a valid header: an IPv4 frame is not
+    // redirectable) and the frame length. The header terms use f_is_ip / f_ip_hdr_ok
+    // directly (loaded at the take, valid in S_C1). All are valid the cycle after the latch
+    // (s_have's) and stable until the next take; they are not read before the scan (learning)
+    // and S_WST. s_rdy (s_have a cycle later) ends S_WST: by then l_flen12, registered from
+    // l_flen, is valid too.
+    wire       take = in_valid && !hold && !in_ready;
+    reg        s_want, s_have, s_rdy, s_ok, s_nok, s_bad, s_nr;
+    reg [10:0] l_flen, l_flen12;
+    wire       st_full = st_good && (st_avail || !(f_is_ip && f_ip_hdr_ok));
+    always @(posedge clk) begin
+        if (s_want) begin
+            s_have <= st_valid;
+            s_ok <= st_valid && st_full;
+            s_nok <= st_valid && !st_full;
+            s_bad <= !st_good;
+            s_nr <= st_good && !(st_avail && f_ip_hdr_ok);
+            l_flen <= st_flen;
+        end
+        s_want <= !rst && ((state[S_IDLE] && take) || (s_want && !st_valid));
+        s_rdy <= s_have;
+        l_flen12 <= l_flen - 11'd12;
+    end
+
     // ---- scan: issue state, in-flight entries, hits ----
+    // A learn hit (learn_r) waits for the status (lw): a good, complete frame raises the
+    // learning request; otherwise the learn is dropped (ldisc) and the scan resumes as after
+    // an acknowledge (the decision of such a frame is replaced at the commit).
+    reg  lw, ldisc;
+    wire l_hit = learn_r || lw;
     always @(posedge clk) begin
         if (sf_none) begin
             iss_slot <= 3'd2;
@@ -563,30 +632,35 @@ module wccp_decide #(
             learn_r <= 1'b0;
             mhit_r <= 1'b0;
             lr_valid <= 1'b0;
+            lw <= 1'b0;
+            ldisc <= 1'b0;
             t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
         end else begin
             // a learn hit: stop, drop what is in flight, resume after the hit once acknowledged
+            // (or once the status has discarded the learn)
             learn_r <= !learn_r && t4_v && (&ip_q);
             mhit_r <= !learn_r && t4_v && mac_ok && (&mac_q);
             iss_ld <= state[S_C1] || (!learn_r && t4_v && (&ip_q));
-            lr_valid <= learn_r || (lr_valid && !lr_ack);
+            lw <= l_hit && !s_have;
+            lr_valid <= (l_hit && s_ok) || (lr_valid && !lr_ack);
+            ldisc <= l_hit && s_nok;
             if (learn_r) begin
                 iss_on <= 1'b0;
                 t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
             end else begin
-                // the scan starts in S_C2 for valid IPv4 (learning happens also while disabled)
-                // (no scan in flight and no learn pending in S_C2)
-                iss_on <= (state[S_C2] && f_ip_ok) || (lr_valid && lr_ack) ||
+                // the scan starts in S_C2 for a valid IPv4 header (learning happens also while
+                // disabled) (no scan in flight and no learn pending in S_C2)
+                iss_on <= (state[S_C2] && f_ip_hdr_ok) || (lr_valid && lr_ack) || ldisc ||
                           (iss_on && !(iss_left[6] && iss_last));
                 t0_v <= iss_on && !iss_left[6] && !sf_none;
                 t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v; t5_v <= t4_v;
             end
         end
-        scan_idle <= !(lr_valid || iss_on || t0_v || t1_v || t2_v || t3_v || t4_v || t5_v);
+        scan_idle <= !(lr_valid || lw || ldisc || iss_on || t0_v || t1_v || t2_v || t3_v || t4_v ||
+                       t5_v);
     end
 
     // ---- next state ----
-    wire take = in_valid && !hold && !in_ready;
     always @(*) begin
         nx = {NS{1'b0}};
         nx[S_IDLE] = (state[S_IDLE] && !take) || (state[S_OUT] && act_valid && act_ready);
@@ -636,73 +710,90 @@ module wccp_decide #(
         nx[S_GRE2] = state[S_GRE];
         nx[S_GRE3] = state[S_GRE2];
         nx[S_GRE4] = state[S_GRE3];
-        nx[S_OUT]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
+        // the decision is made: wait for the frame's status (s_rdy), then commit
+        nx[S_WST]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
                      (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
                      (state[S_C] && !ck_gre) || state[S_GRE4] ||
-                     (state[S_OUT] && !(act_valid && act_ready));
+                     (state[S_WST] && !s_rdy);
+        // act_valid is high throughout S_OUT
+        nx[S_OUT]  = (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready));
     end
 
+    // the commit: S_WST's last cycle; the action, its events and the status pop follow
+    wire commit = state[S_WST] && s_rdy;
     always @(posedge clk) begin
         if (rst) begin
             state <= {{(NS-1){1'b0}}, 1'b1};
             in_ready <= 1'b0;
             act_valid <= 1'b0;
+            st_pop <= 1'b0;
         end else begin
             state <= nx;
             in_ready <= state[S_IDLE] && take;
-            act_valid <= state[S_OUT] && !(act_valid && act_ready);
+            act_valid <= commit || (state[S_OUT] && !(act_valid && act_ready));
+            st_pop <= commit;
         end
     end
 
-    // ---- events (one-cycle pulses) ----
+    // ---- events ----
+    // The decision's events are held (p_*: set from S_DEC on, S_DEC clears the later ones)
+    // and emitted at the commit, with the action, when the status says the decision stands
+    // (s_ok). An IPv4 frame (while active) whose status says good but not a whole datagram
+    // with a valid header is not redirectable: today's x_inval, and a truncated datagram
+    // (p_ntr && s_nr). A bad frame counts nothing here (the receive queue counted its drop).
+    // The p_* are valid from S_WST's first cycle (the last decision state sets them).
+    reg p_ntr, p_fromc, p_unass, p_unkn, p_toobig, p_ret, p_l2, p_gre, p_retbad;
+    reg p_slot, p_cache, p_bucket;
     always @(posedge clk) begin
+        if (state[S_DEC]) begin
+            p_ntr <= x_ntr;
+            p_fromc <= x_fromc;
+            p_ret <= x_retok;
+            p_retbad <= x_retbad;
+            p_slot <= x_slot;
+        end
+        p_unass  <= (state[S_DEC] && x_unass) || (state[S_B1L] && pb_ff) ||
+                    (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
+                    (state[S_C] && ck_unass) || (p_unass && !state[S_DEC]);
+        p_unkn   <= (state[S_C] && ck_unkn) || (p_unkn && !state[S_DEC]);
+        p_toobig <= (state[S_C] && ck_toobig) || (p_toobig && !state[S_DEC]);
+        p_l2     <= (state[S_C] && ck_l2) || (p_l2 && !state[S_DEC]);
+        p_gre    <= (state[S_C] && ck_gre) || (p_gre && !state[S_DEC]);
+        p_cache  <= (state[S_C] && ck_dm) || (p_cache && !state[S_DEC]);
+        p_bucket <= state[S_B1] || (p_bucket && !state[S_DEC]);
+
         ev_cause <= 11'd0;
-        ev_cause[C_NOTRED] <= state[S_DEC] && x_inval;
-        ev_cause[C_FROMC]  <= state[S_DEC] && x_fromc;
-        ev_cause[C_UNASS]  <= (state[S_DEC] && x_unass) || (state[S_B1L] && pb_ff) ||
-                              (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
-                              (state[S_C] && ck_unass);
-        ev_cause[C_UNKN]   <= state[S_C] && ck_unkn;
-        ev_cause[C_TOOBIG] <= state[S_C] && ck_toobig;
-        ev_cause[C_RET]    <= state[S_DEC] && x_retok;
-        ev_cause[C_L2]     <= state[S_C] && ck_l2;
-        ev_cause[C_GRE]    <= state[S_C] && ck_gre;
-        ev_cause[C_LEARN]  <= learn_r;
-        ev_cause[C_RETBAD] <= state[S_DEC] && x_retbad;
-        ev_slot <= state[S_DEC] && x_slot;
-        ev_cache <= state[S_C] && ck_dm;
-        ev_bucket <= state[S_B1];
-        // indices and length: stable while a frame is decided
+        ev_cause[C_NOTRED] <= commit && p_ntr && s_nr;
+        ev_cause[C_FROMC]  <= commit && s_ok && p_fromc;
+        ev_cause[C_UNASS]  <= commit && s_ok && p_unass;
+        ev_cause[C_UNKN]   <= commit && s_ok && p_unkn;
+        ev_cause[C_TOOBIG] <= commit && s_ok && p_toobig;
+        ev_cause[C_RET]    <= commit && s_ok && p_ret;
+        ev_cause[C_L2]     <= commit && s_ok && p_l2;
+        ev_cause[C_GRE]    <= commit && s_ok && p_gre;
+        ev_cause[C_LEARN]  <= l_hit && s_ok;                  // with the learning request
+        ev_cause[C_RETBAD] <= commit && s_ok && p_retbad;
+        ev_slot <= commit && s_ok && p_slot;
+        ev_cache <= commit && s_ok && p_cache;
+        ev_bucket <= commit && s_ok && p_bucket;
+        // indices and length: stable from the end of the decision (and the status latch)
+        // until the next take
         ev_slot_idx <= msl;
         ev_cache_idx <= cidx[4:0];
         ev_bucket_idx <= pb;
-        ev_bytes <= {1'b0, f_flen} + 12'd4;
+        ev_bytes <= {1'b0, l_flen} + 12'd4;
     end
 
-    // action fields that only depend on the configuration or the latched bundle follow them
-    // every cycle (both are stable from the latch until the action is taken; a commit waits
-    // for idle engines): no enable from the state machine
+    // the decision's action fields: S_DEC (forward normally, drop, or decapsulate a GRE
+    // return), S_C (L2 rewrite, or GRE with the checksum from S_GRE4)
     always @(posedge clk) begin
-        act_start <= f_start;
-        act_flen <= f_flen;
-        act_smac <= appl_mac;
-        act_vlan <= f_vlan;
-        act_tci <= f_tci;
-        act_tl <= gre_tl_r;
-        act_rid <= router_id;
-    end
-
-    // the other action fields: S_DEC (forward normally, drop, or decapsulate a GRE return),
-    // S_C (L2 rewrite, or GRE with the checksum from S_GRE4)
-    always @(posedge clk) begin
-        if (state[S_DEC]) act_drop <= x_retbad;
+        if (state[S_DEC]) d_drop <= x_retbad;
         if (state[S_DEC] || (state[S_C] && ck_dm)) begin
-            act_port <= state[S_DEC] ? (PORT[0] ^ 1'b1) : ln_rdata[48];
-            act_kind <= state[S_DEC] ? {x_retok, x_retok} : (ck_l2 ? 2'd1 : 2'd2);
-            act_hlen <= state[S_DEC] ? (x_retok ? (f_vlan ? 6'd18 : 6'd14) : 6'd0) :
-                        ck_l2 ? 6'd12 : (f_vlan ? 6'd46 : 6'd42);
-            act_src_off <= state[S_DEC] ? v_src_off : ck_l2 ? 11'd12 : l2len;
-            act_copy_len <= state[S_DEC] ? v_copy_len : ck_l2 ? l2_copy : f_totlen[10:0];
+            d_port <= state[S_DEC] ? (PORT[0] ^ 1'b1) : ln_rdata[48];
+            d_kind <= state[S_DEC] ? {x_retok, x_retok} : c_kind;
+            d_hlen <= state[S_DEC] ? v_hlen : c_hlen;
+            d_src_off <= state[S_DEC] ? v_src_off : c_src_off;
+            d_copy_len <= state[S_DEC] ? r_il : f_totlen[10:0];
         end
         if ((state[S_DEC] && x_retok) || (state[S_C] && ck_dm))
             act_dmac <= state[S_DEC] ? r_decmac : ln_rdata[47:0];
@@ -711,6 +802,32 @@ module wccp_decide #(
             act_cip <= cache_ip;
             act_rh <= rh;
         end
+    end
+
+    // The action: every cycle (no enable from the state machine) from registers that are
+    // stable from the end of the decision and the status latch until the action is taken
+    // (the latched bundle, the decision's fields, the status flags; the configuration: a
+    // commit waits for idle engines). The status decides: s_ok the decision's action, a bad
+    // frame a drop of its bytes, a truncated datagram forwarded normally (kind 0, the whole
+    // frame). At the commit (s_rdy) the status flags, l_flen and l_flen12 are valid and the
+    // decision's fields too (from S_WST's first cycle), so the action loaded there is valid
+    // with act_valid.
+    always @(posedge clk) begin
+        act_start <= f_start;
+        act_flen <= l_flen;
+        act_smac <= appl_mac;
+        act_vlan <= f_vlan;
+        act_tci <= f_tci;
+        act_tl <= gre_tl_r;
+        act_rid <= router_id;
+        act_drop <= s_bad || (s_ok && d_drop);
+        act_port <= s_ok ? d_port : (PORT[0] ^ 1'b1);
+        act_kind <= s_ok ? d_kind : 2'd0;
+        act_hlen <= s_ok ? d_hlen : 6'd0;
+        act_src_off <= s_ok ? d_src_off : 11'd0;
+        // GRE / decap: d_copy_len; L2 rewrite: the frame after the MACs; else the frame
+        act_copy_len <= (s_ok && d_kind[1]) ? d_copy_len :
+                        (s_ok && d_kind[0]) ? l_flen12 : l_flen;
     end
 
 endmodule

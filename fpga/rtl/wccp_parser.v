@@ -1,14 +1,35 @@
 // Frame parser: watches the receive stream (FCS already removed) and extracts
-// Ethernet (+ one 802.1Q tag), IPv4 and TCP/UDP/GRE fields. Results are valid in the
-// cycle `done` is high: the third cycle after the last byte (an input register stage,
-// then one cycle computes the length checks from registered fields). The fields stay
-// valid until the first byte of the next frame: at least one idle cycle (s_valid low)
-// must follow s_last (the GMII MAC guarantees many: interframe gap, preamble, FCS delay).
+// Ethernet (+ one 802.1Q tag), IPv4 and TCP/UDP/GRE fields.
 //
-// Timing: the input byte is registered with its compares (zero nibbles, 0x08, 0x81,
-// TCP/UDP) and every field is captured with an enable one LUT level from a register: byte positions are one-hot shift registers (Ethernet header positions 0..16,
-// IPv4 header bytes 0..19, L4 bytes 0..11) and the L4 start is a small down-counter loaded
-// from the IHL; no byte-position arithmetic or comparison sits in front of a capture.
+// Two result strobes (a byte on s_data in cycle t is in the input register in t+1 and its
+// fields are captured at the end of t+1, visible in t+2):
+//  - hdr_done: one-cycle pulse, exactly once per frame, in the first cycle in which the
+//    header fields the decision uses are final (dst/src MAC, vlan, vlan_tci, is_ip, proto,
+//    sip, dip, sport, dport, totlen, ihl, l4_word0, l4_byte4, l4_len4, l4_len8, tcpudp,
+//    ip_hdr_ok): cycle t+2 for the header point byte on s_data in cycle t. Header point:
+//      not IPv4 (ethertype after at most one 802.1Q tag != 0x0800): the low ethertype
+//        byte (byte 13, or 17 when tagged);
+//      IPv4 protocol 47 (GRE): IPv4 header byte 19 and L4 byte 11 both received;
+//      other IPv4: IPv4 header byte 19 and L4 byte 3 both received (for them l4_byte4,
+//        l4_len4 and l4_len8 are not part of the header and go on changing until done);
+//    a frame that ends before its header point gets hdr_done together with done.
+//    The fields stay valid until done.
+//  - done: the third cycle after the last byte (t+3 for s_last in t: the input register,
+//    then one cycle computes `avail` from registered fields). frame_len, avail and ip_ok
+//    are valid only here. Every field stays valid until done and is cleared after it; at
+//    least one idle cycle (s_valid low) must follow s_last (the GMII MAC guarantees many:
+//    interframe gap, preamble, FCS delay).
+//
+// Timing: the input byte is registered with its compares (zero byte/nibbles, 0x08, 0x81,
+// TCP/UDP, GRE, version 4 with IHL >= 5) and every field is captured with an enable one LUT
+// level from a register: byte positions are one-hot shift registers (Ethernet header
+// positions 0..16, IPv4 header bytes 0..19, L4 bytes 0..11) and the L4 start is a small
+// down-counter loaded from the IHL; no byte-position arithmetic or comparison sits in front
+// of a capture. The IPv4 header point is a register (hp_next: the next byte is the header
+// point) set from one-hot positions selected by flags known since IPv4 byte 10, so
+// hdr_done is two LUT levels from registers. The length checks against totlen (tl_hdr,
+// tl_hdr4) are registered every cycle from the captured fields, valid one cycle after them
+// (long before the header point, and at done for a frame that ends early).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_parser (
@@ -18,13 +39,16 @@ module wccp_parser (
     input  wire         s_valid,
     input  wire         s_last,
     output reg          done,
+    output reg          hdr_done,    // header fields final (see above), once per frame
     output reg  [47:0]  dst_mac,
     output reg  [47:0]  src_mac,
     output reg          vlan,
     output reg  [15:0]  vlan_tci,
-    output wire [10:0]  frame_len,   // bytes without FCS
-    output reg          is_ip,       // ethertype 0x0800 (and at least one IPv4 byte)
-    output wire         ip_ok,       // IPv4 valid for redirect
+    output wire [10:0]  frame_len,   // bytes without FCS (valid at done)
+    output wire         is_ip,       // ethertype 0x0800 and at least one IPv4 byte
+    output wire         ip_hdr_ok,   // IPv4 header valid for redirect (valid with hdr_done)
+    output reg          avail,       // whole IPv4 datagram received, frame < 2 KiB (at done)
+    output wire         ip_ok,       // ip_hdr_ok && avail (valid at done)
     output wire [7:0]   proto,
     output wire [31:0]  sip,
     output wire [31:0]  dip,
@@ -50,35 +74,40 @@ module wccp_parser (
     reg        ip_any;       // at least one IPv4 byte seen
     reg [10:0] ipn;          // IPv4 bytes seen (frame_len - l2len for frames < 2 KiB)
     reg        et08, et81;   // high ethertype byte is 0x08 / 0x81
+    reg        et_nx;        // high ethertype byte is neither 0x08 nor (first one) 0x81
     reg        etlo;         // current byte is the low ethertype byte (13, or 17 if tagged)
     reg [3:0]  ihl_r;
-    reg        ver4;         // IP version 4
+    reg        ihl_lo5, ihl_lo3;     // IHL < 5 / IHL < 3 (where the IPv4 header point is)
+    reg        gre;          // protocol 47
     reg [15:0] tlen;
     reg        frag_hi0, frag_lo0;   // fragment offset/MF bits zero
     reg [7:0]  prot;
     reg [31:0] s_ip, d_ip;
     reg [7:0]  l4b [0:11];
-    reg        done0;        // cycle after the last byte: fields final, checks computed here
-    reg        ihl_good, tl_hdr, tl_hdr4, avail;
+    reg        done0;        // cycle after the last byte: fields final
+    reg        ihl_good, tl_hdr, tl_hdr4;
+    reg        hp_next;      // the next byte is the IPv4 header point
+    reg        hd_seen;      // hdr_done already given for this frame
     integer k;
 
     // input register stage with the byte compares precomputed (timing: every capture
     // enable and flag is then one or two LUT levels from registers)
     reg        v, last;
     reg [7:0]  d;
-    reg        zlo, zhi, z54, b08, b81, b_tu;
+    reg        zlo, z54, b00, b08, b81, b_tu, b_gre, b_v45;
     always @(posedge clk) begin
         v <= s_valid && !rst;
         last <= s_last;
         d <= s_data;
         zlo <= (s_data[3:0] == 4'd0);
-        zhi <= (s_data[7:4] == 4'd0);
         z54 <= (s_data[5:4] == 2'd0);
+        b00 <= (s_data == 8'h00);
         b08 <= (s_data == 8'h08);
         b81 <= (s_data == 8'h81);
         b_tu <= (s_data == 8'd6) || (s_data == 8'd17);
+        b_gre <= (s_data == 8'd47);
+        b_v45 <= (s_data[7:4] == 4'd4) && (s_data[3:0] >= 4'd5);   // version 4, IHL >= 5
     end
-    wire zbyte = zlo && zhi;
     // Fields are cleared after `done` (and at reset), so a frame starts from zeros; the
     // first byte of the next frame may coincide with the clear (it only feeds dst_mac).
     wire clr = rst || done;
@@ -88,8 +117,6 @@ module wccp_parser (
     // frame end) and the L4 start counter
     wire restart = rst || (v && last);
     always @(posedge clk) begin
-        done0 <= !rst && v && last;
-        done <= !rst && done0;
         if (restart) begin
             eh <= 17'd1;
             dm_pos <= 1'b1;
@@ -99,12 +126,13 @@ module wccp_parser (
             lcd_on <= 1'b0;
             lcd1 <= 1'b0;
             etlo <= 1'b0;
+            hp_next <= 1'b0;
         end else if (v) begin
             eh <= {eh[15:0], 1'b0};
             dm_pos <= |eh[4:0];
             sm_pos <= |eh[10:5];
             // the next byte is IPv4 byte 0 after an 0x0800 ethertype
-            ih <= {ih[18:0], etlo && et08 && zbyte};
+            ih <= {ih[18:0], etlo && et08 && b00};
             etlo <= eh[12] || (vlan && eh[16]);
             // L4 byte 0 is IPv4 byte 4*IHL (IHL 0: bytes 1..11 land at L4 index 1..11)
             if (ih[0]) lh <= {10'd0, zlo, 1'b0};
@@ -118,7 +146,22 @@ module wccp_parser (
                 lcd_on <= !lcd1;
                 lcd1 <= (lcd == 6'd2);
             end
+            // IPv4 header point: the later of IPv4 byte 19 and L4 byte 3 (GRE: 11). L4 byte
+            // 3 is IPv4 byte 4*IHL+3 (IHL 0: 3), byte 11 is 4*IHL+11 (IHL 0: 11), so byte 19
+            // is the later one for IHL < 5 (GRE: IHL < 3). gre, ihl_lo3/5 are final from
+            // IPv4 byte 10 on; every position used here comes after it.
+            hp_next <= gre ? (ihl_lo3 ? ih[18] : lh[10]) : (ihl_lo5 ? ih[18] : lh[2]);
         end
+    end
+    // header point of this byte: the IPv4 one, or the low ethertype byte of a non-IPv4
+    // frame (not 0x0800, and not 0x8100 as the first ethertype)
+    wire hpt = v && (hp_next || (etlo && (!b00 || et_nx)));
+    always @(posedge clk) begin
+        done0 <= !rst && v && last;
+        done <= !rst && done0;
+        // v is low in done0's cycle (the idle cycle after the last byte)
+        hdr_done <= !rst && (hpt || (done0 && !hd_seen));
+        hd_seen <= !clr && (hd_seen || hpt);
     end
     always @(posedge clk) begin
         if (clr) fcnt <= {11'd0, v && !rst};
@@ -134,6 +177,7 @@ module wccp_parser (
         if (v && (eh[12] || (vlan && eh[16]))) begin
             et08 <= b08;
             et81 <= b81;
+            et_nx <= !b08 && (vlan || !b81);
         end
         if (clr) begin
             vlan <= 1'b0;
@@ -141,32 +185,38 @@ module wccp_parser (
             in_ip <= 1'b0;
             ip_any <= 1'b0;
             ihl_r <= 4'd0;
-            ver4 <= 1'b0;
+            ihl_good <= 1'b0;
+            ihl_lo5 <= 1'b0;
+            ihl_lo3 <= 1'b0;
             tlen <= 16'd0;
             frag_hi0 <= 1'b1;
             frag_lo0 <= 1'b1;
             prot <= 8'd0;
             tcpudp <= 1'b0;
+            gre <= 1'b0;
             s_ip <= 32'd0;
             d_ip <= 32'd0;
             for (k = 0; k < 12; k = k + 1) l4b[k] <= 8'd0;
         end else if (v) begin
-            if (eh[13]) vlan <= et81 && zbyte;
+            if (eh[13]) vlan <= et81 && b00;
             if (vlan && eh[14]) vlan_tci[15:8] <= d;
             if (vlan && eh[15]) vlan_tci[7:0] <= d;
-            if (etlo && et08 && zbyte) in_ip <= 1'b1;
+            if (etlo && et08 && b00) in_ip <= 1'b1;
             if (ih[0]) begin
                 ihl_r <= d[3:0];
-                ver4 <= (d[7:4] == 4'd4);
+                ihl_good <= b_v45;
+                ihl_lo5 <= (d[3:0] < 4'd5);
+                ihl_lo3 <= (d[3:0] < 4'd3);
                 ip_any <= 1'b1;
             end
             if (ih[2]) tlen[15:8] <= d;
             if (ih[3]) tlen[7:0] <= d;
             if (ih[6]) frag_hi0 <= zlo && z54;
-            if (ih[7]) frag_lo0 <= zbyte;
+            if (ih[7]) frag_lo0 <= b00;
             if (ih[9]) begin
                 prot <= d;
                 tcpudp <= b_tu;
+                gre <= b_gre;
             end
             if (|ih[15:12]) s_ip <= {s_ip[23:0], d};
             if (|ih[19:16]) d_ip <= {d_ip[23:0], d};
@@ -175,20 +225,19 @@ module wccp_parser (
         end
     end
 
-    // checks that need the whole frame, registered in the cycle after the last byte
+    // length checks against the IPv4 total length: registered every cycle (valid one cycle
+    // after tlen/ihl are captured); the datagram check needs the whole frame (at done0)
     always @(posedge clk) begin
-        if (done0) begin
-            // frames of 2 KiB and more wrap frame_len to 0 and never count as IPv4
-            is_ip <= ip_any && !fcnt[11];
-            ihl_good <= ver4 && (ihl_r >= 4'd5);
-            tl_hdr <= (tlen[15:2] >= {10'd0, ihl_r});    // tlen >= 4*IHL
-            tl_hdr4 <= (tlen[15:2] > {10'd0, ihl_r});    // tlen >= 4*IHL + 4
-            avail <= ({5'd0, ipn} >= tlen);                     // whole datagram received
-        end
+        tl_hdr <= (tlen[15:2] >= {10'd0, ihl_r});    // tlen >= 4*IHL
+        tl_hdr4 <= (tlen[15:2] > {10'd0, ihl_r});    // tlen >= 4*IHL + 4
+        // frames of 2 KiB and more wrap frame_len to 0 and never count as available
+        if (rst) avail <= 1'b0;
+        else if (done0) avail <= ({5'd0, ipn} >= tlen) && !fcnt[11];
     end
 
-    assign ip_ok  = is_ip && ihl_good && tl_hdr && avail && frag_hi0 && frag_lo0 &&
-                    (!tcpudp || tl_hdr4);
+    assign is_ip     = ip_any;
+    assign ip_hdr_ok = ip_any && ihl_good && tl_hdr && frag_hi0 && frag_lo0 && (!tcpudp || tl_hdr4);
+    assign ip_ok     = ip_hdr_ok && avail;
     assign proto  = prot;
     assign sip    = s_ip;
     assign dip    = d_ip;

@@ -1,6 +1,25 @@
-// Receive queue (one per port): MAC rx + parser + store-and-forward frame buffer + queue
-// of parse bundles. A frame enters the buffer only when it is complete and good (FCS and
-// size); otherwise, or when buffer/queue are full, it is dropped whole and counted.
+// Receive queue (one per port): MAC rx + parser + frame buffer + queue of parse bundles +
+// queue of frame statuses (one per bundle, in the same order).
+//
+// Every byte of a frame is written to the buffer as it arrives (while there is room). The
+// bundle (header fields, start address) is pushed as soon as the parser's header fields are
+// final (in the parser's hdr_done cycle; q_valid in the next one), while the frame is still
+// arriving, if the frame has not overflowed the buffer and the bundle queue has room; the
+// decision can then run while the rest of the frame arrives. Otherwise the frame takes the
+// store-and-forward path: its bundle is pushed at the parser's done if it is complete and
+// good, else it is dropped whole. At the parser's done (three cycles after the last byte)
+// the frame's status is pushed for every frame whose bundle was pushed: st_good (complete,
+// FCS and size good, not overflowed), st_avail (the whole IPv4 datagram arrived) and st_flen
+// (the bytes the frame occupies in the buffer: its length without FCS when good, 0
+// otherwise). A bad or overflowed frame is always dropped whole at its end and counted,
+// whether or not its bundle went early: the write pointer goes back to the frame's start,
+// so it leaves no trace in the buffer (its bundle's consumer releases start + 0).
+// Timing: the early push is the parser's hdr_done register and e_arm (registered: the
+// previous cycle took a byte that was not the last, without overflow, and the queue will
+// not be full) with r_last, one LUT in front of the queue write like the done push.
+// The status FIFO needs no full check: it holds the statuses of the <= 2^QAW queued
+// bundles plus the one taken by the consumer (which pops its status before the next
+// bundle), fewer than its 2^(QAW+1) entries.
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_rxq #(
@@ -20,13 +39,12 @@ module wccp_rxq #(
     output wire          q_valid,
     input  wire          q_pop,
     output wire [BUF_AW-1:0] q_start,
-    output wire [10:0]   q_flen,
     output wire [47:0]   q_dst_mac,
     output wire [47:0]   q_src_mac,
     output wire          q_vlan,
     output wire [15:0]   q_tci,
     output wire          q_is_ip,
-    output wire          q_ip_ok,
+    output wire          q_ip_hdr_ok,
     output wire [7:0]    q_proto,
     output wire [31:0]   q_sip,
     output wire [31:0]   q_dip,
@@ -38,6 +56,12 @@ module wccp_rxq #(
     output wire [7:0]    q_l4b4,
     output wire [15:0]   q_len4,
     output wire [15:0]   q_len8,
+    // frame status queue (one entry per bundle, same order)
+    output wire          st_valid,
+    input  wire          st_pop,
+    output wire          st_good,
+    output wire          st_avail,
+    output wire [10:0]   st_flen,
     // events
     output reg           ev_rx,
     output reg  [11:0]   ev_rx_len,
@@ -51,10 +75,12 @@ module wccp_rxq #(
         .m_data(r_data), .m_valid(r_valid), .m_last(r_last), .m_good(r_good), .m_runt(r_runt),
         .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len));
 
-    wire        p_vlan, p_is_ip, p_ip_ok, p_tcpudp;
-    wire        p_done;   // parser results final (a few cycles after r_last)
+    wire        p_vlan, p_is_ip, p_ip_hdr_ok, p_avail, p_tcpudp;
+    wire        p_hdr_done;   // header fields final (while the frame arrives, or with p_done)
+    wire        p_done;       // frame results final (three cycles after r_last)
     /* verilator lint_off UNUSEDSIGNAL */
     wire [15:0] p_sport, p_dport;   // stored as l4w0 + the TCP/UDP flag instead
+    wire        p_ip_ok;
     /* verilator lint_on UNUSEDSIGNAL */
     wire [47:0] p_dst, p_src;
     wire [15:0] p_tci, p_totlen, p_len4, p_len8;
@@ -64,18 +90,22 @@ module wccp_rxq #(
     wire [3:0]  p_ihl;
     wccp_parser parser (
         .clk(clk), .rst(rst), .s_data(r_data), .s_valid(r_valid), .s_last(r_last),
-        .done(p_done), .dst_mac(p_dst), .src_mac(p_src), .vlan(p_vlan), .vlan_tci(p_tci),
-        .frame_len(p_flen), .is_ip(p_is_ip), .ip_ok(p_ip_ok), .proto(p_proto), .sip(p_sip),
-        .dip(p_dip), .sport(p_sport), .dport(p_dport), .totlen(p_totlen), .ihl(p_ihl),
-        .l4_word0(p_l4w0), .l4_byte4(p_l4b4), .l4_len8(p_len8), .l4_len4(p_len4),
-        .tcpudp(p_tcpudp));
+        .done(p_done), .hdr_done(p_hdr_done), .dst_mac(p_dst), .src_mac(p_src), .vlan(p_vlan),
+        .vlan_tci(p_tci), .frame_len(p_flen), .is_ip(p_is_ip), .ip_hdr_ok(p_ip_hdr_ok),
+        .avail(p_avail), .ip_ok(p_ip_ok), .proto(p_proto), .sip(p_sip), .dip(p_dip),
+        .sport(p_sport), .dport(p_dport), .totlen(p_totlen), .ihl(p_ihl), .l4_word0(p_l4w0),
+        .l4_byte4(p_l4b4), .l4_len8(p_len8), .l4_len4(p_len4), .tcpudp(p_tcpudp));
 
     // ---- frame buffer ----
-    // no read/write collision logic: the builder only reads committed frames, which never
-    // include the write pointer (wp - rel_ptr stays below the buffer size)
+    // no read/write collision logic: the builder only reads frames whose status it has
+    // (complete), which never include the write pointer (wp - rel_ptr stays below the
+    // buffer size)
     reg [BUF_AW-1:0] wp, fstart;
     reg              ovf;          // this frame did not fit
-    reg              push_pend;    // frame complete and good: push its bundle at p_done
+    reg              early;        // this frame's bundle was pushed before its end
+    reg              e_arm;        // a bundle may go early in this cycle (see e_push)
+    reg              push_pend;    // frame complete and good, not early: push its bundle at p_done
+    reg              fr_ok;        // the frame that ended is kept (its status: good)
     // occupancy check registered (timing); one cycle stale, so keep a 4-byte margin
     /* verilator lint_off UNUSEDSIGNAL */
     wire [BUF_AW-1:0] used = wp - rel_ptr;   // only the bits above the 4-byte margin matter
@@ -86,19 +116,29 @@ module wccp_rxq #(
     /* verilator lint_off UNUSEDSIGNAL */
     wire [7:0] a_unused;
     /* verilator lint_on UNUSEDSIGNAL */
+    // the byte at wp is never part of a stored frame: writing the last byte of a frame that
+    // is then dropped (wp back to its start) is harmless
     wccp_bram #(.AW(BUF_AW), .DW(8)) buffer (
-        .clk(clk), .a_we(r_valid && !full && !ovf && !(r_last && !r_good)), .a_addr(wp),
+        .clk(clk), .a_we(r_valid && !full && !ovf), .a_addr(wp),
         .a_wdata(r_data), .a_rdata(a_unused), .b_addr(buf_raddr), .b_rdata(buf_rdata));
 
     // ---- bundle queue ----
     // sport/dport are not stored: they are l4w0 when the frame is TCP/UDP (one flag bit)
-    localparam BW = BUF_AW + 11 + 48 + 48 + 1 + 16 + 1 + 1 + 8 + 32 + 32 + 1 + 16 + 4 + 32 + 8 + 16 + 16;
+    localparam BW = BUF_AW + 48 + 48 + 1 + 16 + 1 + 1 + 8 + 32 + 32 + 1 + 16 + 4 + 32 + 8 + 16 + 16;
     reg [BW-1:0] q [0:(1 << QAW) - 1];
     reg [QAW:0]  qw, qr;
     reg [QAW:0]  q_used;          // qw - qr, kept as a register (q_full without a subtractor)
     reg          q_nempty;        // q_used != 0
     wire         q_full = q_used[QAW];
-    wire         q_push = p_done && push_pend;
+    wire         st_push = p_done && (push_pend || early);   // one status per pushed bundle
+    // early push: the header is final while the frame still arrives (its last byte is not
+    // in this cycle), it has not overflowed and the queue has room. e_arm holds the last two
+    // from the previous cycle: a byte (not the last) was taken there without overflow, and
+    // the queue is not full now (no push can come between: the previous frame's was at its
+    // done, long ago; a take frees a slot). A frame whose previous cycle had no byte (the
+    // MAC's gap before the last byte) goes the store-and-forward way.
+    wire         e_push = p_hdr_done && e_arm && !r_last;
+    wire         q_push = e_push || (p_done && push_pend);
     wire         q_take = q_pop && q_nempty;
     assign q_valid = q_nempty;
     // q_used +1 (push only) / -1 (take only) without an adder: bit k toggles when the bits
@@ -118,10 +158,33 @@ module wccp_rxq #(
         end
     end
     wire         q_tcpudp;
-    assign {q_start, q_flen, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_ok, q_proto, q_sip,
+    assign {q_start, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_hdr_ok, q_proto, q_sip,
             q_dip, q_tcpudp, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
     assign q_sport = q_tcpudp ? q_l4w0[31:16] : 16'd0;
     assign q_dport = q_tcpudp ? q_l4w0[15:0] : 16'd0;
+
+    // ---- status queue (2^(QAW+1) entries, same counter scheme) ----
+    localparam SAW = QAW + 1;
+    reg [12:0]   sq [0:(1 << SAW) - 1];
+    reg [SAW:0]  sw, sr;
+    reg [SAW:0]  s_used;
+    reg          s_nempty;
+    wire         s_take = st_pop && s_nempty;
+    assign st_valid = s_nempty;
+    wire         s_up = st_push && !s_take;
+    wire         s_dn = s_take && !st_push;
+    reg [SAW:0]  s_tog;
+    reg          s_all1, s_all0;
+    always @* begin
+        s_all1 = 1'b1;
+        s_all0 = 1'b1;
+        for (j = 0; j <= SAW; j = j + 1) begin
+            s_tog[j] = (s_up && s_all1) || (s_dn && s_all0);
+            s_all1 = s_all1 && s_used[j];
+            s_all0 = s_all0 && !s_used[j];
+        end
+    end
+    assign {st_good, st_avail, st_flen} = sq[sr[SAW-1:0]];
 
     always @(posedge clk) begin
         ev_rx <= 1'b0;
@@ -130,15 +193,27 @@ module wccp_rxq #(
             wp <= {BUF_AW{1'b0}};
             fstart <= {BUF_AW{1'b0}};
             ovf <= 1'b0;
+            early <= 1'b0;
+            e_arm <= 1'b0;
             push_pend <= 1'b0;
+            fr_ok <= 1'b0;
             qw <= {(QAW+1){1'b0}};
             qr <= {(QAW+1){1'b0}};
             q_used <= {(QAW+1){1'b0}};
             q_nempty <= 1'b0;
+            sw <= {(SAW+1){1'b0}};
+            sr <= {(SAW+1){1'b0}};
+            s_used <= {(SAW+1){1'b0}};
+            s_nempty <= 1'b0;
         end else begin
             q_nempty <= q_push || (q_used > 1) || (q_used[0] && !q_take);
             if (q_take) qr <= qr + 1'b1;
             q_used <= q_used ^ q_tog;
+            s_nempty <= st_push || (s_used > 1) || (s_used[0] && !s_take);
+            if (s_take) sr <= sr + 1'b1;
+            s_used <= s_used ^ s_tog;
+            e_arm <= r_valid && !r_last && !full && !ovf && !(q_full && !q_take);
+            if (e_push) early <= 1'b1;
             if (r_valid) begin
                 if (full && !r_last) ovf <= 1'b1;
                 if (!r_last) begin
@@ -147,25 +222,35 @@ module wccp_rxq #(
                     ev_rx <= 1'b1;
                     ev_rx_len <= r_len;
                     ovf <= 1'b0;
+                    fr_ok <= 1'b0;
                     if (!r_good) begin
                         wp <= fstart;
                         ev_drop <= {1'b0, r_over, r_bad, r_runt};
-                    end else if (full || ovf || q_full) begin
+                    end else if (full || ovf || (q_full && !early)) begin
                         wp <= fstart;
                         ev_drop <= 4'b1000;
                     end else begin
                         wp <= wp + 1'b1;
-                        push_pend <= 1'b1;
+                        fr_ok <= 1'b1;
+                        if (!early) push_pend <= 1'b1;
                     end
                 end
             end
             if (q_push) begin
-                // the parse bundle of the kept frame is final: push it
-                push_pend <= 1'b0;
-                q[qw[QAW-1:0]] <= {fstart, p_flen, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_ok, p_proto,
+                // the parse bundle: header fields final (e_push) or the whole frame kept (done)
+                q[qw[QAW-1:0]] <= {fstart, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_hdr_ok, p_proto,
                                    p_sip, p_dip, p_tcpudp, p_totlen, p_ihl, p_l4w0, p_l4b4,
                                    p_len4, p_len8};
                 qw <= qw + 1'b1;
+            end
+            if (st_push) begin
+                sq[sw[SAW-1:0]] <= {fr_ok, p_avail, fr_ok ? p_flen : 11'd0};
+                sw <= sw + 1'b1;
+            end
+            if (p_done) begin
+                // the frame's end is settled (wp past it if kept, back at its start if not)
+                push_pend <= 1'b0;
+                early <= 1'b0;
                 fstart <= wp;
             end
         end

@@ -1,12 +1,20 @@
-"""wccp_decide: the decision engine on its own, at its interfaces only (parse bundle in,
-action / events / learning requests out), with the real bank RAMs and learnt-location RAM
-behind it (wccp_decide_tb.v, wired as in fpga_core). Every decision is compared with the
-reference model (wccp.fwdmodel.ForwardingModel) configured identically: the output frame the
-action describes (header fields + the byte range of the received frame, as wccp_builder
-assembles it) must equal the model's output, the event pulses must equal the model's counter
-increments and the learning requests the model's learnt cache locations. Handshakes are
-driven with random gaps, back-pressure and delayed learning acks; nothing depends on the
-engine's internal states or cycle counts (decision latency is only measured and printed)."""
+"""wccp_decide: the decision engine on its own, at its interfaces only (parse bundle and
+frame status in, action / events / learning requests out), with the real bank RAMs and
+learnt-location RAM behind it (wccp_decide_tb.v, wired as in fpga_core). Every decision is
+compared with the reference model (wccp.fwdmodel.ForwardingModel) configured identically: the
+output frame the action describes (header fields + the byte range of the received frame, as
+wccp_builder assembles it) must equal the model's output, the event pulses must equal the
+model's counter increments and the learning requests the model's learnt cache locations.
+The test plays wccp_rxq's status FIFO: each frame's status (good, whole datagram received,
+length) reaches the FIFO head a random number of cycles after its bundle is presented,
+sometimes before the engine takes the bundle; bad frames (dropped whole, their bytes released,
+nothing counted or learnt: the model never sees them) and truncated IPv4 datagrams (bundle
+with a valid header, status avail = 0: forwarded normally, as the model says) are mixed in.
+Handshakes are driven with random gaps, back-pressure and delayed learning acks; nothing
+depends on the engine's internal states or cycle counts (decision latency is only measured
+and printed); the status is checked to be popped exactly once per frame, at or before its
+action's handshake, and no action, event or learning request of a frame comes before its
+status."""
 import os
 import pathlib
 import random
@@ -47,8 +55,9 @@ C_LEARN = 8
 
 ACT_FIELDS = ("drop", "port", "start", "flen", "hlen", "kind", "dmac", "smac", "vlan", "tci", "tl", "csum",
               "rid", "cip", "rh", "src_off", "copy_len")
-BUNDLE_FIELDS = ("start", "flen", "dst_mac", "src_mac", "vlan", "tci", "is_ip", "ip_ok", "proto", "sip",
+BUNDLE_FIELDS = ("start", "dst_mac", "src_mac", "vlan", "tci", "is_ip", "ip_hdr_ok", "proto", "sip",
                  "dip", "sport", "dport", "totlen", "ihl", "l4w0", "l4b4", "len4", "len8")
+STATUS_FIELDS = ("good", "avail", "flen")
 
 
 def _test(f):
@@ -78,7 +87,8 @@ def with_fcs(data):
 # --- the parse bundle, computed as wccp_parser.v does it -----------------------------------
 
 def parse_bundle(fr, start=0):
-    """Bundle fields of a received frame (bytes without FCS), as wccp_parser.v extracts them."""
+    """Bundle fields of a received frame (bytes without FCS), as wccp_parser.v extracts them
+    (ip_hdr_ok: the IPv4 header is valid, whether or not the whole datagram arrived)."""
     n = len(fr)
     et = (fr[12] << 8) | fr[13]
     vlan = et == 0x8100
@@ -104,17 +114,26 @@ def parse_bundle(fr, start=0):
             if l2 < p < n:
                 l4b[j] = fr[p]
     ihl = vihl & 0x0F
-    ip_avail = n - l2
     is_ip = et == 0x0800 and n >= l2 + 1
     tcpudp = proto in (6, 17)
-    ok = (is_ip and (vihl >> 4) == 4 and ihl >= 5 and tlen >= ihl * 4 and ip_avail >= tlen and n >= l2
-          and frag == 0 and (not tcpudp or tlen >= ihl * 4 + 4))
-    return {"start": start, "flen": n, "dst_mac": int.from_bytes(fr[0:6], "big"),
+    ok = (is_ip and (vihl >> 4) == 4 and ihl >= 5 and tlen >= ihl * 4 and frag == 0
+          and (not tcpudp or tlen >= ihl * 4 + 4))
+    return {"start": start, "dst_mac": int.from_bytes(fr[0:6], "big"),
             "src_mac": int.from_bytes(fr[6:12], "big"), "vlan": int(vlan), "tci": tci, "is_ip": int(is_ip),
-            "ip_ok": int(ok), "proto": proto, "sip": sip, "dip": dip,
+            "ip_hdr_ok": int(ok), "proto": proto, "sip": sip, "dip": dip,
             "sport": (l4b[0] << 8 | l4b[1]) if tcpudp else 0, "dport": (l4b[2] << 8 | l4b[3]) if tcpudp else 0,
             "totlen": tlen, "ihl": ihl, "l4w0": int.from_bytes(bytes(l4b[0:4]), "big"), "l4b4": l4b[4],
             "len4": l4b[6] << 8 | l4b[7], "len8": l4b[10] << 8 | l4b[11]}
+
+
+def datagram_avail(fr):
+    """The parser's avail for a frame (bytes without FCS): the whole IPv4 datagram (its total
+    length) was received, and the frame is < 2 KiB."""
+    l2 = 18 if fr[12:14] == b"\x81\x00" else 14
+    tlen = 0
+    if fr[l2 - 2:l2] == b"\x08\x00":
+        tlen = (fr[l2 + 2] << 8) | fr[l2 + 3]
+    return int(len(fr) - l2 >= tlen and len(fr) < 2048)
 
 
 # --- what the action describes (wccp_builder's view) ----------------------------------------
@@ -143,13 +162,26 @@ def action_bytes(a, fr):
 # --- expectations from the model ------------------------------------------------------------
 
 class Exp:
-    """One frame and everything the model says about it."""
+    """One frame, its status and everything the model says about it. A bad frame (bad_flen:
+    the bytes the receive queue stored for it) is not shown to the model: the engine must
+    drop it and count and learn nothing."""
 
-    def __init__(self, model, frame, start):
+    def __init__(self, model, frame, start, bad_flen=None, rng=None):
         self.frame = frame
         self.model = model
         body = frame[:-4]
         self.bundle = parse_bundle(body, start)
+        avail = datagram_avail(body)
+        if rng is not None and not (self.bundle["is_ip"] and self.bundle["ip_hdr_ok"]):
+            avail = rng.randrange(2)        # only matters with a valid IPv4 header
+        if bad_flen is not None:
+            self.status = {"good": 0, "avail": avail, "flen": bad_flen}
+            self.decision = None
+            self.reason = "bad_frame"
+            self.out = self.port = None
+            self.causes, self.slot_ev, self.cache_ev, self.bucket_ev, self.learns = [], [], [], [], []
+            return
+        self.status = {"good": 1, "avail": avail, "flen": len(body)}
         c0 = model.counters()
         d = self.decision = model.decide(PORT, frame, now=0)
         outs = model.process(PORT, frame, now=0)
@@ -242,10 +274,13 @@ class TB:
         self.start = 0
         self.cycle = 0
         cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
-        for s in ("hold", "in_valid", "act_ready", "lr_ack_en", "t_wr", "tl_wr", "active"):
+        for s in ("hold", "in_valid", "act_ready", "lr_ack_en", "t_wr", "tl_wr", "active", "st_valid"):
             getattr(dut, s).value = 0
         for f in BUNDLE_FIELDS:
             getattr(dut, "in_" + f).value = 0
+        for f in STATUS_FIELDS:
+            getattr(dut, "st_" + f).value = 0
+        self.st_lat = []
         dut.live.value = _RAMS["live"]
 
     async def reset(self):
@@ -290,12 +325,33 @@ class TB:
         await RisingEdge(d.clk)
         await RisingEdge(d.clk)
 
-    def expect(self, model, frames):
+    def expect(self, model, frames, bad_p=0.0, bad=()):
+        """Expectations for frames, in order; frame i is bad (status good = 0, dropped) if i is
+        in bad or with probability bad_p."""
         out = []
-        for f in frames:
-            out.append(Exp(model, f, self.start))
-            self.start = (self.start + len(f) - 4) % 4096
+        r = self.rng
+        for i, f in enumerate(frames):
+            bad_flen = None
+            if i in bad or (bad_p and r.random() < bad_p):
+                bad_flen = r.choice([0, 1, 60, 2047, len(f) - 4, r.randrange(2048)])
+            e = Exp(model, f, self.start, bad_flen, r)
+            out.append(e)
+            # the builder releases st_flen bytes: the next frame starts there
+            self.start = (self.start + e.status["flen"]) % 4096
         return out
+
+    def _st_delay(self, mode):
+        r = self.rng
+        if mode == "now":
+            return 0
+        if mode == "late":
+            return 400          # after any decision here: the engine waits for it
+        x = r.random()
+        if x < 0.35:
+            return 0
+        if x < 0.6:
+            return r.randrange(1, 9)
+        return r.randrange(9, 61)
 
     def _read_act(self):
         d = self.dut
@@ -305,23 +361,37 @@ class TB:
             a[f] = int(v) if v.is_resolvable else None     # header fields a kind doesn't use may be X
         return a
 
-    async def run(self, exps, gap_p=0.3, ready_p=0.7, ack_p=0.6, hold_fn=None):
-        """Offer the bundles of exps, take the actions / events / learning requests.
-        Returns (actions, learning requests, events, latencies); latency = rising edges from
-        in_valid to act_valid."""
+    async def run(self, exps, gap_p=0.3, ready_p=0.7, ack_p=0.6, hold_fn=None, st_mode="random"):
+        """Offer the bundles of exps, play the status FIFO, take the actions / events / learning
+        requests. Each frame's status reaches the FIFO head (in order, once the previous one is
+        popped) a delay after its bundle is presented (st_mode "now": at once, "late": long after
+        the decision, "random": 0..60 cycles, and sometimes already with the previous bundle, so
+        that the FIFO holds several). Returns (actions, learning requests, events, latencies);
+        latency = rising edges from in_valid to act_valid; self.st_lat: rising edges from the
+        frame's st_valid to its act_valid."""
         d = self.dut
         r = self.rng
+        n = len(exps)
         acts, lrs = [], []
         ev = {"cause": [], "learn": 0, "slot": [], "cache": [], "bucket": []}
         nxt, presented, t_in = 0, False, None
         pend_act = pend_lr = None
         lat = []
+        self.st_lat = []
+        st_ready = [None] * n       # cycle from which frame i's status may be at the FIFO head
+        st_vis = [None] * n         # cycle in which it was first presented (st_valid)
+        st_last = 0
+        st_head = 0                 # statuses popped
+        st_drv = False              # st_valid driven in the previous cycle
+        taken = 0
+        act_seen = -1               # the last action whose first cycle was seen
         idle = 0
+        since = 0
         extra = 0
         prev_held = prev_idle = pop = False
         held = False
-        while len(acts) < len(exps) or extra < 12:
-            if len(acts) >= len(exps):
+        while len(acts) < n or extra < 12:
+            if len(acts) >= n:
                 extra += 1
             await RisingEdge(d.clk)
             await ReadOnly()
@@ -336,6 +406,9 @@ class TB:
             if int(d.in_ready.value) and presented:
                 assert not prev_held, "bundle taken while hold"
                 pop = True
+                taken += 1
+            if taken > st_head:
+                assert busy, "engine idle with frame %d taken and not committed" % st_head
             held = bool(hold_fn and hold_fn(self))
             if pop:
                 held = prev_held        # hold does not change in the cycle of a pop
@@ -347,11 +420,22 @@ class TB:
             if av and t_in is not None:
                 lat.append(self.cycle - t_in)
                 t_in = None
+            k = len(acts)
+            if av and act_seen != k:
+                act_seen = k
+                assert k < n and st_vis[k] is not None and st_vis[k] < self.cycle, \
+                    "action %d before its status" % k
+                self.st_lat.append(self.cycle - st_vis[k])
             lv = int(d.lr_valid.value)
             lq = (int(d.lr_idx.value), int(d.lr_mac.value)) if lv else None
             if pend_lr is not None:
                 assert lv and lq == pend_lr, "learning request changed before lr_ack: %r %r" % (pend_lr, lq)
             cause = int(d.ev_cause.value)
+            evs = cause or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value)
+            if evs or lv:
+                # the frame in the engine (its status not yet popped) must have its status
+                assert st_head < n and st_vis[st_head] is not None and st_vis[st_head] < self.cycle, \
+                    "event or learning request of frame %d before its status" % st_head
             if cause:
                 for b in range(11):
                     if cause >> b & 1:
@@ -365,9 +449,15 @@ class TB:
                 ev["cache"].append((int(d.ev_slot_idx.value), int(d.ev_cache_idx.value), int(d.ev_bytes.value)))
             if int(d.ev_bucket.value):
                 ev["bucket"].append((int(d.ev_slot_idx.value), int(d.ev_bucket_idx.value)))
+            st_pop = int(d.st_pop.value)
+            if st_pop:
+                # popped at the edge ending this cycle (st_valid stays high until then)
+                assert st_drv, "st_pop without a status at the FIFO head"
+                assert st_head < taken, "status %d popped before its bundle was taken" % st_head
+                assert st_head == len(acts), "status %d popped after its action's handshake" % st_head
             prev_idle = not busy and not av
             prev_held = held
-            if len(acts) >= len(exps):
+            if len(acts) >= n:
                 assert not av and not lv, "action or learning request without a frame"
             await Timer(1, "ns")
             d.hold.value = int(held)
@@ -376,6 +466,7 @@ class TB:
             if av and rdy:
                 acts.append(a)
                 pend_act = None
+                since = 0
             else:
                 pend_act = a
             ack = int(r.random() < ack_p)
@@ -386,16 +477,40 @@ class TB:
                 pend_lr = None
             else:
                 pend_lr = lq
-            if not presented and nxt < len(exps) and r.random() >= gap_p:
+            if not presented and nxt < n and r.random() >= gap_p:
                 for f, v in exps[nxt].bundle.items():
                     getattr(d, "in_" + f).value = v
                 presented = True
                 t_in = self.cycle
+                # the status FIFO: this frame's status (unless pushed early), sometimes the next
+                for i in (nxt, nxt + 1):
+                    if i < n and st_ready[i] is None and (i == nxt or (st_mode == "random" and r.random() < 0.15)):
+                        st_ready[i] = st_last = max(st_last, self.cycle + self._st_delay(st_mode))
             d.in_valid.value = int(presented)
+            vis = st_head < n and st_ready[st_head] is not None and st_ready[st_head] <= self.cycle
+            if vis:
+                if st_vis[st_head] is None:
+                    st_vis[st_head] = self.cycle
+                for f in STATUS_FIELDS:
+                    getattr(d, "st_" + f).value = exps[st_head].status[f]
+            else:
+                # not valid: anything
+                d.st_good.value = r.randrange(2)
+                d.st_avail.value = r.randrange(2)
+                d.st_flen.value = r.randrange(2048)
+            d.st_valid.value = int(vis)
+            st_drv = vis
+            if st_pop:
+                st_head += 1
             idle = idle + 1 if not (av or lv or busy) else 0
             assert idle < 400, "engine stalled: %d bundles taken, %d actions" % (nxt, len(acts))
+            since += 1
+            assert since < 30000, "no action for 30000 cycles: %d bundles taken, %d actions, %d statuses" % (
+                nxt, len(acts), st_head)
         d.act_ready.value = 0
         d.lr_ack_en.value = 0
+        d.st_valid.value = 0
+        assert st_head == n, "%d statuses popped for %d frames" % (st_head, n)
         assert int(d.busy.value) == 0 or held
         return acts, lrs, ev, lat
 
@@ -404,11 +519,12 @@ class TB:
         for i, (e, a) in enumerate(zip(exps, acts, strict=True)):
             fr = e.frame[:-4]
             what = "frame %d (%s, %s): %s" % (i, e.reason, e.decision, fr.hex())
-            got = action_bytes(a, fr)
-            assert a["start"] == e.bundle["start"] and a["flen"] == e.bundle["flen"], what
+            assert a["start"] == e.bundle["start"] and a["flen"] == e.status["flen"], "%s\n act %r" % (what, a)
             if e.out is None:
                 assert a["drop"] == 1, "%s\n expected drop, got %r" % (what, a)
+                action_bytes(a, fr)
                 continue
+            got = action_bytes(a, fr)
             assert a["drop"] == 0, "%s\n unexpected drop" % what
             assert a["port"] == e.port, "%s\n port %d, expected %d" % (what, a["port"], e.port)
             assert got.ljust(60, b"\x00") == e.out, "%s\n got %s\n exp %s\n act %r" % (
@@ -555,6 +671,32 @@ def patch(fr, off, data):
     return with_fcs(bytes(b))
 
 
+def cut(fr, extra=100):
+    """fr (with FCS) with its IPv4 total length raised by extra: the datagram is truncated (the
+    parser's avail = 0) while the header itself stays valid. Other frames unchanged."""
+    b = bytearray(fr[:-4])
+    l3 = 18 if b[12:14] == b"\x81\x00" else 14
+    if b[l3 - 2:l3] != b"\x08\x00":
+        return fr
+    tl = (b[l3 + 2] << 8) | b[l3 + 3]
+    struct.pack_into(">H", b, l3 + 2, min(0xFFFF, tl + extra))
+    return with_fcs(bytes(b))
+
+
+def truncated_frames():
+    """Datagrams cut short (valid header, avail = 0) of every decision kind: each is forwarded
+    normally and counted as not redirectable, nothing learnt (cache 3's address: still
+    unknown afterwards)."""
+    return [cut(mk(dst=CL[1])), cut(mk(dst=CL[1]), 1), cut(mk(dst=CL[2], vlan=7)),
+            cut(mk(sport=3128, dport=1, dst=0x08090909)), cut(mk(dst=CL[4], src=client_for_alt(5))),
+            cut(mk(dst=CL[8])), cut(mk(proto=1)), cut(mk(proto=17, dport=53), 3000),
+            cut(gre_ret(C_ADDR[0])), cut(gre_ret(C_ADDR[2], rh=False, vlan=12), 7),
+            cut(gre_ret(C_ADDR[0], inner_len_fix=200)), cut(gre_ret(C_ADDR[0], cut=2)),
+            cut(mk(src=C_ADDR[0], dst=CL[2], l2src=bytes.fromhex("02dd00000099"))),
+            cut(mk(proto=17, dport=9, src=C_ADDR[3], l2src=bytes.fromhex("02dd00000003")), 20),
+            cut(mk(src=0xC0A80155, dst=CL[1], l2src=C_MAC[1]))]
+
+
 def directed_frames():
     from scapy.layers.inet import IP, UDP
     from scapy.layers.inet6 import IPv6
@@ -625,6 +767,8 @@ def directed_frames():
     # from-cache by L2-return MAC (cache 1 of slot 0), not by a GRE-return cache's MAC
     F.append(mk(src=0xC0A80155, dst=CL[1], l2src=C_MAC[1]))
     F.append(mk(src=0xC0A80155, dst=CL[2], l2src=C_MAC[0]))
+    # truncated datagrams (the last two from cache addresses: nothing learnt)
+    F.extend(truncated_frames())
     # learning: cache 3 (slots 0, 3, 6) is unknown until a frame comes from its address
     F.append(mk(dst=CL[8]))
     F.append(mk(proto=17, dport=9, src=C_ADDR[3], l2src=bytes.fromhex("02dd00000003")))
@@ -655,7 +799,8 @@ def directed_frames():
 def watchdog_frames():
     return [mk(dst=CL[1]), mk(dst=CL[2]), patch(mk(dst=CL[1]), 14, b"\x44"), gre_ret(C_ADDR[0]),
             gre_ret(C_ADDR[0], cut=2), mk(src=C_ADDR[4], l2src=bytes.fromhex("02dd00000004"), proto=17),
-            mk(proto=1)]
+            mk(proto=1), cut(mk(dst=CL[1])), cut(gre_ret(C_ADDR[0])),
+            cut(mk(src=C_ADDR[5], l2src=bytes.fromhex("02dd00000005"), proto=17))]
 
 
 # --- random tables and traffic ---------------------------------------------------------------
@@ -727,6 +872,12 @@ class RandomScenario:
             m.heartbeat(now=0)
 
     def frame(self):
+        f = self._frame()
+        if self.rng.random() < 0.08:
+            f = cut(f, self.rng.choice([1, 4, 60, 1000]))
+        return f
+
+    def _frame(self):
         r, g = self.rng, self.gen
         x = r.random()
         vlan = r.randrange(1, 4095) if r.random() < 0.25 else None
@@ -773,17 +924,24 @@ async def test_directed(dut):
     assert {e.decision.slot for e in exps} >= {0, 1, 2, 3, 4}
     acts, lrs, ev, _ = await tb.run(exps)
     tb.check(exps, acts, lrs, ev)
-    # same tables, full speed (no gaps, no back-pressure, immediate learning acks)
+    # same tables, full speed (no gaps, no back-pressure, immediate learning acks, every
+    # status at once), some frames bad
     m2 = directed_model()
     await tb.load(m2)
-    exps = tb.expect(m2, directed_frames())
-    acts, lrs, ev, _ = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0)
+    exps = tb.expect(m2, directed_frames(), bad_p=0.15)
+    acts, lrs, ev, _ = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="now")
     tb.check(exps, acts, lrs, ev)
     # slow handshakes: long learning-ack delays and back-pressure
     m3 = directed_model()
     await tb.load(m3)
-    exps = tb.expect(m3, directed_frames())
+    exps = tb.expect(m3, directed_frames(), bad_p=0.15)
     acts, lrs, ev, _ = await tb.run(exps, gap_p=0.7, ready_p=0.15, ack_p=0.1)
+    tb.check(exps, acts, lrs, ev)
+    # every status long after the decision (learn hits wait for it)
+    m4 = directed_model()
+    await tb.load(m4)
+    exps = tb.expect(m4, directed_frames(), bad_p=0.15)
+    acts, lrs, ev, _ = await tb.run(exps, gap_p=0.0, ready_p=0.8, ack_p=0.5, st_mode="late")
     tb.check(exps, acts, lrs, ev)
 
 
@@ -840,18 +998,27 @@ async def test_hold(dut):
     d.lr_ack_en.value = 0
     # released: the frame is decided; hold rises as soon as the bundle is taken and the second
     # bundle waits until hold falls again
-    state = {"taken": 0, "hold_until": None}
+    state = {"taken": 0, "hold_until": None, "hold_for": 150}
 
     def hold_fn(tb_):
         if int(d.in_ready.value):
             state["taken"] += 1
             if state["taken"] == 1:
-                state["hold_until"] = tb_.cycle + 150
+                state["hold_until"] = tb_.cycle + state["hold_for"]
         return state["hold_until"] is not None and tb_.cycle < state["hold_until"]
 
     acts, lrs, ev, _ = await tb.run([e1, e2], gap_p=0.0, ready_p=0.5, ack_p=0.5, hold_fn=hold_fn)
     tb.check([e1, e2], acts, lrs, ev)
     assert state["taken"] == 2
+    assert int(d.busy.value) == 0
+    # the same while the engine waits for a late status (400 cycles): busy stays high until
+    # the commit (run() checks it), the next bundle waits for hold to fall (600 cycles)
+    state.update(taken=0, hold_until=None, hold_for=600)
+    e3, e4 = tb.expect(m, [mk(dst=CL[2]), mk(proto=17, dport=9, src=C_ADDR[3], l2src=C_MAC[3])])
+    acts, lrs, ev, _ = await tb.run([e3, e4], gap_p=0.0, ready_p=0.5, ack_p=0.5, hold_fn=hold_fn,
+                                    st_mode="late")
+    tb.check([e3, e4], acts, lrs, ev)
+    assert state["taken"] == 2 and len(lrs) == 3, lrs
     assert int(d.busy.value) == 0
 
 
@@ -865,7 +1032,7 @@ async def test_random(dut):
         sc = RandomScenario(100 + k)
         await tb.load(sc.model)
         frames = [sc.frame() for _ in range(110)]
-        exps = tb.expect(sc.model, frames)
+        exps = tb.expect(sc.model, frames, bad_p=0.1)
         for e in exps:
             reasons[e.reason] = reasons.get(e.reason, 0) + 1
         r = tb.rng
@@ -876,7 +1043,7 @@ async def test_random(dut):
     dut._log.info("random: %d frames, decisions %s", total, sorted(reasons.items()))
     assert total >= 600
     for k in ("redirect_gre", "redirect_l2", "gre_return", "from_cache", "unassigned", "cache_unknown",
-              "not_redirectable", "not_ipv4", "no_match"):
+              "not_redirectable", "not_ipv4", "no_match", "bad_frame"):
         assert reasons.get(k, 0) > 0, (k, reasons)
 
 
@@ -920,7 +1087,7 @@ async def test_learning_stress(dut):
             src = r.choice(pool + [0xC0A80001, 0xC0A80002])
             frames.append(mk(proto=r.choice([6, 17, 1]), src=src, dst=CL[r.randrange(256)],
                              l2src=r.choice(macs)))
-        exps = tb.expect(m, frames)
+        exps = tb.expect(m, frames, bad_p=0.1)
         acts, lrs, ev, _ = await tb.run(exps, gap_p=0.2, ready_p=r.choice([1.0, 0.5]),
                                         ack_p=(1.0, 0.3, 0.8, 0.05)[k])
         tb.check(exps, acts, lrs, ev)
@@ -957,12 +1124,43 @@ async def test_adjacent_learn(dut):
 
 
 @_test
+async def test_status(dut):
+    """The status channel against learning: frames from cache addresses whose status is bad
+    or a truncated datagram (the learn hit waits for the status, then is discarded and the
+    scan goes on: nothing learnt, nothing counted), then the same frames good (learnt), with
+    the status at once, late, or random; bad frames of every decision kind."""
+    tb = TB(dut, 8)
+    await tb.reset()
+    l1 = mk(src=C_ADDR[0], dst=CL[2], l2src=bytes.fromhex("02dd000000a0"))    # slots 0, 1
+    l3 = mk(proto=17, dport=9, src=C_ADDR[3], l2src=bytes.fromhex("02dd000000a3"))  # slots 0, 3, 6
+    r8 = mk(dst=CL[8])          # cache 3: unknown until l3 is learnt
+    frames = [l3, r8, cut(l3), r8, l3, l1, cut(l1, 1), mk(dst=CL[1]), l3, r8, l1, mk(dst=CL[1]),
+              gre_ret(C_ADDR[0]), gre_ret(C_ADDR[0], inner_len_fix=200), mk(dst=CL[2]),
+              mk(dst=CL[4], src=client_for_alt(5)), mk(sport=3128, dport=1, dst=0x08090909), mk(proto=1),
+              mk(src=0xC0A80155, dst=CL[1], l2src=C_MAC[1]), mk(dst=CL[12], src=client_for_alt(0)),
+              with_fcs(bytes(60)), gre_ret(C_ADDR[0]), r8]
+    bad = {0, 4, 5, 7, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+    for mode, ack_p, ready_p in (("late", 1.0, 1.0), ("now", 0.3, 1.0), ("late", 0.2, 0.5), ("random", 0.5, 0.7),
+                                 ("random", 1.0, 1.0)):
+        m = directed_model()
+        await tb.load(m)
+        exps = tb.expect(m, frames, bad=bad)
+        assert [e.reason for e in exps[:4]] == ["bad_frame", "cache_unknown", "not_redirectable", "cache_unknown"]
+        assert exps[9].reason == "redirect_gre" and len(exps[8].learns) == 3 and len(exps[10].learns) == 2
+        acts, lrs, ev, _ = await tb.run(exps, gap_p=0.2, ready_p=ready_p, ack_p=ack_p, st_mode=mode)
+        tb.check(exps, acts, lrs, ev)
+
+
+@_test
 async def test_decision_latency(dut):
     """Cycles from in_valid to act_valid against the number of configured cache entries
     (printed for docs/performance.md). Asserted is only the structure: a client's frame
     (source neither a cache nor a learnt MAC, so the scan's prefilter says no) is decided in
     the same number of cycles whatever the table size; a frame from a cache is scanned, so
-    its decision grows with the entries."""
+    its decision grows with the entries. Also measured: cycles from the status (st_valid) to
+    act_valid when the status comes long after the bundle (the frame's end after its
+    decision): constant for a decided frame; for a learning frame the learn waits for the
+    status, so the rest of the scan follows it."""
     tb = TB(dut, 5)
     await tb.reset()
     res = []
@@ -980,24 +1178,35 @@ async def test_decision_latency(dut):
         m.arm(0)
         m.heartbeat(now=0)
         await tb.load(m)
-        # one frame at a time (engine idle when offered): a GRE redirect and a non-IP frame
+        # one frame at a time (engine idle when offered): a GRE redirect and a non-IP frame;
+        # the status at once (bundle -> action), then late (status -> action)
         row = {}
         for name, f in (("gre", mk(dst=CL[3])), ("learn", mk(src=0x0A030000, dst=CL[3], proto=17)),  # no slot
                         ("not_ip", with_fcs(bytes.fromhex("ffffffffffff021000000001") + b"\x08\x06" +
                                             bytes(46)))):
             exps = tb.expect(m, [f])
-            acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0)
+            acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="now")
             tb.check(exps, acts, lrs, ev)
             row[name] = lat[0]
+            exps = tb.expect(m, [f])
+            acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="late")
+            tb.check(exps, acts, lrs, ev)
+            assert lat[0] > 400, lat
+            row["st_" + name] = tb.st_lat[0]
         res.append((total, row))
     assert len({row["gre"] for _t, row in res}) == 1, res
     learn = [row["learn"] for _t, row in res]
     assert learn == sorted(learn) and learn[-1] > learn[0] + 200, res
+    assert len({(row["st_gre"], row["st_not_ip"]) for _t, row in res}) == 1, res
     for total, row in res:
         dut._log.info("decision latency: %3d cache entries: GRE redirect %4d cycles, no slot + 1 learn %4d, "
-                      "not IPv4 %3d", total, row["gre"], row["learn"], row["not_ip"])
+                      "not IPv4 %3d; from a late status: GRE redirect %d, no slot + 1 learn %d, not IPv4 %d",
+                      total, row["gre"], row["learn"], row["not_ip"], row["st_gre"], row["st_learn"],
+                      row["st_not_ip"])
         print("DECIDE_LATENCY entries=%d redirect=%d learn=%d not_ip=%d" % (
             total, row["gre"], row["learn"], row["not_ip"]))
+        print("DECIDE_STATUS_LATENCY entries=%d redirect=%d learn=%d not_ip=%d" % (
+            total, row["st_gre"], row["st_learn"], row["st_not_ip"]))
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
@@ -1007,12 +1216,13 @@ def test_wccp_decide(sim):
                wccp_tb.RTL / "wccp_ram.v", wccp_tb.RTL / "wccp_bram.v", here / "wccp_decide_tb.v"]
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"},
-                    testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_random",
+                    testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_status", "test_random",
                               "test_learning_stress", "test_adjacent_learn"])
     # the engine of receive port 1 (normal forwarding to port 0, learnt locations on port 1)
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 1},
                     extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive",
-                                                                   "test_learning_stress", "test_adjacent_learn"])
+                                                                   "test_status", "test_learning_stress",
+                                                                   "test_adjacent_learn"])
     # decision cycles on a fresh engine: the prefilter's bits are only ever set (until power-up),
     # so the other tests' random cache addresses would make client sources scan too
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},

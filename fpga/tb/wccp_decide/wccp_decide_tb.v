@@ -2,7 +2,8 @@
 // as in fpga_core (cache address / cache method / bucket / mask position / mask table bank
 // RAMs, learnt-location RAM), with the table write ports exposed to the test. The learnt
 // RAM is written by the test (tl_wr, like the register file's CACHE_MAC writes) or by the
-// engine's learning request when the test grants it (lr_ack = lr_valid & lr_ack_en).
+// engine's learning request when the test grants it (lr_ack = lr_valid & lr_ack_en). The
+// test drives the bundle and the status FIFO's head (wccp_rxq's place) directly.
 `timescale 1ns / 1ps
 `include "wccp_regmap.vh"
 `default_nettype none
@@ -16,13 +17,12 @@ module wccp_decide_tb #(
     input  wire          in_valid,
     output wire          in_ready,
     input  wire [11:0]   in_start,
-    input  wire [10:0]   in_flen,
     input  wire [47:0]   in_dst_mac,
     input  wire [47:0]   in_src_mac,
     input  wire          in_vlan,
     input  wire [15:0]   in_tci,
     input  wire          in_is_ip,
-    input  wire          in_ip_ok,
+    input  wire          in_ip_hdr_ok,
     input  wire [7:0]    in_proto,
     input  wire [31:0]   in_sip,
     input  wire [31:0]   in_dip,
@@ -34,6 +34,12 @@ module wccp_decide_tb #(
     input  wire [7:0]    in_l4b4,
     input  wire [15:0]   in_len4,
     input  wire [15:0]   in_len8,
+    // the status FIFO's head (driven by the test, which pops it on st_valid && st_pop)
+    input  wire          st_valid,
+    output wire          st_pop,
+    input  wire          st_good,
+    input  wire          st_avail,
+    input  wire [10:0]   st_flen,
     input  wire          active,
     input  wire [31:0]   router_id,
     input  wire [47:0]   appl_mac,
@@ -130,11 +136,12 @@ module wccp_decide_tb #(
 
     wccp_decide #(.PORT(PORT)) dut (
         .clk(clk), .rst(rst), .hold(hold), .busy(busy),
-        .in_valid(in_valid), .in_ready(in_ready), .in_start(in_start), .in_flen(in_flen),
+        .in_valid(in_valid), .in_ready(in_ready), .in_start(in_start),
         .in_dst_mac(in_dst_mac), .in_src_mac(in_src_mac), .in_vlan(in_vlan), .in_tci(in_tci),
-        .in_is_ip(in_is_ip), .in_ip_ok(in_ip_ok), .in_proto(in_proto), .in_sip(in_sip),
+        .in_is_ip(in_is_ip), .in_ip_hdr_ok(in_ip_hdr_ok), .in_proto(in_proto), .in_sip(in_sip),
         .in_dip(in_dip), .in_sport(in_sport), .in_dport(in_dport), .in_totlen(in_totlen),
         .in_ihl(in_ihl), .in_l4w0(in_l4w0), .in_l4b4(in_l4b4), .in_len4(in_len4), .in_len8(in_len8),
+        .st_valid(st_valid), .st_pop(st_pop), .st_good(st_good), .st_avail(st_avail), .st_flen(st_flen),
         .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu), .nh_mac(nh_mac),
         .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
         .c_raddr(c_raddr), .ca_rdata(ca_rdata), .cm_rdata(cm_rdata), .ln_rdata(ln_rdata),
