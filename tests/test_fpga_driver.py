@@ -208,7 +208,8 @@ def decode(img):
         for i in range(32):
             a = R.CACHE_BASE + 0x80 * s + 4 * i
             m = rd(img, a + 1)
-            caches.append((rd(img, a), m & 3, (m >> 2) & 3))
+            caches.append((rd(img, a), (m >> R.METHOD_FWD_SHIFT) & R.METHOD_FIELD_MASK,
+                           (m >> R.METHOD_RET_SHIFT) & R.METHOD_FIELD_MASK))
         slot["caches"] = caches
         slot["buckets"] = bytes(b for w in range(64) for b in struct.pack(">I", rd(img, R.BUCKET_BASE + 0x40 * s + w)))
         sets = []

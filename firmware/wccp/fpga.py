@@ -63,6 +63,12 @@ class FpgaError(OSError):
     pass
 
 
+def method_word(forward, ret):
+    """The cache table's METHOD word: forward and return method fields (register map)."""
+    return ((forward & R.METHOD_FIELD_MASK) << R.METHOD_FWD_SHIFT) | \
+        ((ret & R.METHOD_FIELD_MASK) << R.METHOD_RET_SHIFT)
+
+
 def group_addr(slot, off):
     return R.GROUP_BASE + R.GROUP_STRIDE * slot + off
 
@@ -167,7 +173,7 @@ class FpgaDataPlane(DataPlane):
                 entry = (0, 0, 0)
             prev = old[i] if i < len(old) else (0, 0, 0)
             if entry != prev:
-                self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [entry[0], entry[1] | (entry[2] << 2)])
+                self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [entry[0], method_word(entry[1], entry[2])])
             if c is not None and entry[0] != prev[0]:
                 self._write_location(slot, i, None, None)
                 self._pending = [q for q in self._pending if q[0] != slot or q[1] != i]

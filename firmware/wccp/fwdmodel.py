@@ -908,7 +908,9 @@ class ModelRegisterFile:
                           "service_flags": g(base + R.GROUP_FLAGS, 0), "ports": ports}
             ncache = min((ctrl >> 16) & 0x3F, MAX_CACHES)
             cb = R.CACHE_BASE + R.CACHE_STRIDE * s
-            sl.caches = [(g(cb + 4 * i, 0), g(cb + 4 * i + 1, 0) & 3, (g(cb + 4 * i + 1, 0) >> 2) & 3)
+            fm = R.METHOD_FIELD_MASK
+            sl.caches = [(g(cb + 4 * i, 0), (g(cb + 4 * i + 1, 0) >> R.METHOD_FWD_SHIFT) & fm,
+                          (g(cb + 4 * i + 1, 0) >> R.METHOD_RET_SHIFT) & fm)
                          for i in range(ncache)]
             assign = (ctrl >> 1) & 3
             if assign == R.ASSIGN_HASH:

@@ -248,7 +248,7 @@ module fpga_core #(
             .mt_raddr(mt_raddr), .mt_rdata(mt_rdata),
             .lr_valid(lrv[g]), .lr_idx(lri[g]), .lr_mac(lrm[g]), .lr_ack(lra[g]),
             .sf_ip_wr(t_wr && t_sel == 3'd0), .sf_ip_key(t_data), .sf_mac_wr(ln_we),
-            .sf_mac_key(ln_wdata[47:0]), .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[3:2] == `WCCP_RET_L2),
+            .sf_mac_key(ln_wdata[47:0]), .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),
             .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop), .act_port(act_port),
             .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_kind(act_kind),
             .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan), .act_tci(act_tci),

@@ -11,6 +11,7 @@
 // decisions.
 `timescale 1ns / 1ps
 `default_nettype none
+`include "wccp_regmap.vh"
 /* verilator lint_off UNUSEDSIGNAL */
 module wccp_decide #(
     parameter PORT = 0
@@ -361,7 +362,7 @@ module wccp_decide #(
             ip_q[kq] <= (ca_rdata[kq*8 +: 8] == f_sip[kq*8 +: 8]);
         for (kq = 0; kq < 8; kq = kq + 1)
             mac_q[kq] <= (ln_rdata[kq*6 +: 6] == f_src[kq*6 +: 6]);
-        mac_ok <= (cm_rdata[3:2] == 2'd2) && ln_rdata[52];
+        mac_ok <= (cm_rdata[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2) && ln_rdata[52];
     end
 
     reg [2:0] mset;
@@ -383,7 +384,7 @@ module wccp_decide #(
     reg       ck_unass, ck_unkn, ck_l2, ck_toobig, ck_gre, ck_dm;
     reg       k_ok, k_okt, k_okg;   // index good; and too big for GRE / not too big
     wire      ln_known = ln_rdata[52] && ln_rdata[53];
-    wire      cm_l2 = (cm_rdata[1:0] == 2'd2);
+    wire      cm_l2 = (cm_rdata[`WCCP_METHOD_FWD_SHIFT +: 2] == `WCCP_FWD_L2);
     always @(posedge clk) begin
         byte_pb <= bsel(bk_rdata, pb[1:0]);
         byte_ab <= bsel(bk_rdata, ab[1:0]);

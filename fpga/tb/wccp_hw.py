@@ -4,6 +4,7 @@ from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from wccp import dataplane
 from wccp import regmap as R
+from wccp.fpga import method_word
 
 
 def _mac_int(mac):
@@ -137,7 +138,7 @@ class HwTables:
         for i, c in enumerate(caches):
             a = base + i * R.CACHE_ADDRESS_STRIDE
             await self.bus.write(a + R.CACHE_ADDRESS, c["address"])
-            await self.bus.write(a + R.CACHE_METHOD, c["forward"] | (c["ret"] << 2))
+            await self.bus.write(a + R.CACHE_METHOD, method_word(c["forward"], c["ret"]))
             if i >= len(old) or old[i] != c["address"]:
                 # new cache at this index: forget the location before the commit
                 await self.bus.write(a + R.CACHE_MAC_LO, 0)

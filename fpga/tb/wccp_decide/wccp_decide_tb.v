@@ -149,7 +149,7 @@ module wccp_decide_tb #(
         .mt_raddr(mt_raddr), .mt_rdata(mt_rdata),
         .lr_valid(lr_valid), .lr_idx(lr_idx), .lr_mac(lr_mac), .lr_ack(lr_ack),
         .sf_ip_wr(t_wr && t_sel == 3'd0), .sf_ip_key(t_data), .sf_mac_wr(ln_we), .sf_mac_key(ln_wdata[47:0]),
-        .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[3:2] == `WCCP_RET_L2),
+        .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),
         .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop), .act_port(act_port),
         .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_kind(act_kind),
         .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan), .act_tci(act_tci),
