@@ -179,7 +179,11 @@ module wccp_decide #(
     // one-hot state (next state written out per bit below)
     reg [NS-1:0] state;
     reg [NS-1:0] nx;
-    assign busy = !state[S_IDLE];
+    // busy (towards the commit logic): deciding. Once the decision is made (S_WST, S_OUT) the
+    // engine reads no table and no configuration any more (what the action and the events
+    // still need is registered, see wt below), so a commit may switch banks while it waits
+    // for the frame's status; otherwise a commit would wait for the end of a long frame.
+    assign busy = !(state[S_IDLE] || state[S_WST] || state[S_OUT]);
 
     // latched bundle
     reg [11:0] f_start;
@@ -722,6 +726,9 @@ module wccp_decide #(
 
     // the commit: S_WST's last cycle; the action, its events and the status pop follow
     wire commit = state[S_WST] && s_rdy;
+    // waiting for the status or the builder (S_WST, S_OUT): registers that follow the
+    // configuration keep the values of the decision's last cycle
+    wire wt = state[S_WST] || state[S_OUT];
     always @(posedge clk) begin
         if (rst) begin
             state <= {{(NS-1){1'b0}}, 1'b1};
@@ -778,10 +785,13 @@ module wccp_decide #(
         ev_cache <= commit && s_ok && p_cache;
         ev_bucket <= commit && s_ok && p_bucket;
         // indices and length: stable from the end of the decision (and the status latch)
-        // until the next take
-        ev_slot_idx <= msl;
-        ev_cache_idx <= cidx[4:0];
-        ev_bucket_idx <= pb;
+        // until the next take; the indices are frozen while the engine waits (wt): msl and
+        // pb follow the configuration, which a commit may switch then
+        if (!wt) begin
+            ev_slot_idx <= msl;
+            ev_cache_idx <= cidx[4:0];
+            ev_bucket_idx <= pb;
+        end
         ev_bytes <= {1'b0, l_flen} + 12'd4;
     end
 
@@ -805,10 +815,10 @@ module wccp_decide #(
         end
     end
 
-    // The action: every cycle (no enable from the state machine) from registers that are
-    // stable from the end of the decision and the status latch until the action is taken
-    // (the latched bundle, the decision's fields, the status flags; the configuration: a
-    // commit waits for idle engines). The status decides: s_ok the decision's action, a bad
+    // The action: every cycle from registers that are stable from the end of the decision
+    // and the status latch until the action is taken (the latched bundle, the decision's
+    // fields, the status flags), and the configuration's fields frozen while the engine waits
+    // (wt: a commit may switch the configuration then). The status decides: s_ok the decision's action, a bad
     // frame a drop of its bytes, a truncated datagram forwarded normally (kind 0, the whole
     // frame). At the commit (s_rdy) the status flags, l_flen and l_flen12 are valid and the
     // decision's fields too (from S_WST's first cycle), so the action loaded there is valid
@@ -816,11 +826,13 @@ module wccp_decide #(
     always @(posedge clk) begin
         act_start <= f_start;
         act_flen <= l_flen;
-        act_smac <= appl_mac;
+        if (!wt) begin          // configuration: frozen with the decision (see busy)
+            act_smac <= appl_mac;
+            act_rid <= router_id;
+        end
         act_vlan <= f_vlan;
         act_tci <= f_tci;
         act_tl <= gre_tl_r;
-        act_rid <= router_id;
         act_drop <= s_bad || (s_ok && d_drop);
         act_port <= s_ok ? d_port : (PORT[0] ^ 1'b1);
         act_kind <= s_ok ? d_kind : 2'd0;

@@ -39,6 +39,7 @@ from wccp.dataplane import (  # noqa: E402
     SF_DST_IP_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE, SF_SRC_IP_ALT_HASH,
     SF_SRC_IP_HASH, SF_SRC_PORT_HASH,
 )
+from wccp.fpga import method_word  # noqa: E402
 from wccp.fwdmodel import ForwardingModel  # noqa: E402
 
 PORT = int(os.environ.get("WCCP_DECIDE_PORT", "0"))     # the engine's receive port (parameter PORT)
@@ -230,7 +231,7 @@ def table_images(model):
         sl = t.slots[s]
         for i, c in enumerate(sl.caches):
             img[0][s * 32 + i] = c[0]
-            img[1][s * 32 + i] = c[1] | c[2] << 2
+            img[1][s * 32 + i] = method_word(c[1], c[2])
         assign = nsets = 0
         if sl.hash is not None:
             assign = R.ASSIGN_HASH
@@ -384,6 +385,7 @@ class TB:
         st_head = 0                 # statuses popped
         st_drv = False              # st_valid driven in the previous cycle
         taken = 0
+        decided = False             # the frame in the engine is decided (busy fell)
         act_seen = -1               # the last action whose first cycle was seen
         idle = 0
         since = 0
@@ -408,7 +410,12 @@ class TB:
                 pop = True
                 taken += 1
             if taken > st_head:
-                assert busy, "engine idle with frame %d taken and not committed" % st_head
+                # busy from the take until the decision is made; then low (a commit may switch
+                # tables while the engine waits for the status) until the next take
+                if not busy:
+                    decided = True
+                else:
+                    assert not decided, "engine busy again after deciding frame %d" % st_head
             held = bool(hold_fn and hold_fn(self))
             if pop:
                 held = prev_held        # hold does not change in the cycle of a pop
@@ -502,6 +509,7 @@ class TB:
             st_drv = vis
             if st_pop:
                 st_head += 1
+                decided = False
             idle = idle + 1 if not (av or lv or busy) else 0
             assert idle < 400, "engine stalled: %d bundles taken, %d actions" % (nxt, len(acts))
             since += 1
@@ -1011,8 +1019,9 @@ async def test_hold(dut):
     tb.check([e1, e2], acts, lrs, ev)
     assert state["taken"] == 2
     assert int(d.busy.value) == 0
-    # the same while the engine waits for a late status (400 cycles): busy stays high until
-    # the commit (run() checks it), the next bundle waits for hold to fall (600 cycles)
+    # the same while the engine waits for a late status (400 cycles): busy falls once the
+    # decision is made (run() checks it stays low until the commit), the next bundle waits
+    # for hold to fall (600 cycles)
     state.update(taken=0, hold_until=None, hold_for=600)
     e3, e4 = tb.expect(m, [mk(dst=CL[2]), mk(proto=17, dport=9, src=C_ADDR[3], l2src=C_MAC[3])])
     acts, lrs, ev, _ = await tb.run([e3, e4], gap_p=0.0, ready_p=0.5, ack_p=0.5, hold_fn=hold_fn,
@@ -1151,6 +1160,125 @@ async def test_status(dut):
         tb.check(exps, acts, lrs, ev)
 
 
+def other_model():
+    """A different table set and configuration for every field the engine reads: router ID,
+    MAC, MTU, next hop, slot 0's group, flags, caches and buckets, no other slot, and not
+    armed (redirection inactive)."""
+    m = ForwardingModel()
+    m.configure(0x0A0000FE, bytes.fromhex("02000000fffe"), 1300)
+    m.set_next_hop(PORT ^ 1, bytes.fromhex("02eeeeeeee01"))
+    m.set_group(0, {"service_type": SERVICE_DYNAMIC, "service_id": 77, "priority": 10, "protocol": 17,
+                    "service_flags": SF_SRC_IP_HASH | SF_PORTS_DEFINED, "ports": [81]})
+    m.set_caches(0, [cache(0x0A0200FE, FWD_L2, RET_L2, bytes.fromhex("02ee000000fe"), PORT)])
+    m.set_hash(0, [0] * 256)
+    m.commit()
+    m.commit()
+    return m
+
+
+async def _decide_across_commit(tb, e, m_next):
+    """One frame: offer its bundle; once taken raise hold (a commit is pending) and withhold
+    the status until busy falls (the decision is made), then switch the tables, the bank and
+    the configuration to m_next's (what a COMMIT does), then give the status. Returns the
+    action and the events (the frame's own, under the tables it was decided with)."""
+    d = tb.dut
+    ev = {"cause": [], "learn": 0, "slot": [], "cache": [], "bucket": []}
+
+    def sample():
+        assert not int(d.lr_valid.value)
+        cause = int(d.ev_cause.value)
+        for b in range(11):
+            if cause >> b & 1:
+                ev["cause"].append(b)
+        if int(d.ev_slot.value):
+            ev["slot"].append((int(d.ev_slot_idx.value), int(d.ev_bytes.value)))
+        if int(d.ev_cache.value):
+            ev["cache"].append((int(d.ev_slot_idx.value), int(d.ev_cache_idx.value), int(d.ev_bytes.value)))
+        if int(d.ev_bucket.value):
+            ev["bucket"].append((int(d.ev_slot_idx.value), int(d.ev_bucket_idx.value)))
+
+    for f, v in e.bundle.items():
+        getattr(d, "in_" + f).value = v
+    d.st_valid.value = 0
+    d.act_ready.value = 0
+    d.hold.value = 0
+    d.in_valid.value = 1
+    for _ in range(50):
+        await RisingEdge(d.clk)
+        await ReadOnly()
+        if int(d.in_ready.value):
+            break
+    else:
+        raise AssertionError("bundle not taken")
+    await Timer(1, "ns")
+    d.in_valid.value = 0
+    d.hold.value = 1
+    for n in range(1000):
+        await RisingEdge(d.clk)
+        await ReadOnly()
+        assert not int(d.act_valid.value) and not int(d.ev_cause.value), "action or event without a status"
+        if not int(d.busy.value):
+            break
+    else:
+        raise AssertionError("no decision without the status (busy stays high)")
+    await Timer(1, "ns")
+    await tb.load(m_next)               # the commit, while the engine waits
+    for _ in range(20):                 # and nothing moves until the status comes
+        await RisingEdge(d.clk)
+        await ReadOnly()
+        assert not int(d.busy.value) and not int(d.act_valid.value) and not int(d.ev_cause.value)
+    await Timer(1, "ns")
+    d.hold.value = 0
+    for f in STATUS_FIELDS:
+        getattr(d, "st_" + f).value = e.status[f]
+    d.st_valid.value = 1
+    act = None
+    for _ in range(40):
+        await RisingEdge(d.clk)
+        await ReadOnly()
+        sample()
+        pop = int(d.st_pop.value)
+        if int(d.act_valid.value) and act is None:
+            act = tb._read_act()
+        await Timer(1, "ns")
+        if pop:
+            d.st_valid.value = 0
+        d.act_ready.value = int(act is not None)
+    d.act_ready.value = 0
+    assert act is not None, "no action after the status"
+    return act, ev
+
+
+@_test
+async def test_commit_while_waiting(dut):
+    """A decided frame waiting for its status does not hold up a commit (busy is low), and a
+    commit then changes nothing in that frame's action or events: every kind of decision is
+    made under the directed tables, then tables and configuration are switched to a set that
+    would decide each frame differently, then the status arrives."""
+    tb = TB(dut, 9)
+    await tb.reset()
+    frames = [mk(dst=CL[1]), mk(dst=CL[5]), mk(dst=CL[6]), mk(dst=CL[8]), mk(dst=CL[9]),
+              mk(dst=CL[4], src=client_for_alt(5)), mk(sport=3128, dport=1, dst=0x08090909),
+              mk(proto=17, sport=7, dport=53), mk(proto=17, dport=9), mk(dport=1234, proto=47),
+              mk(proto=1), cut(mk(dst=CL[1])), with_fcs(bytes(60)), mk(dst=CL[2], vlan=5)]
+    m2 = other_model()
+    reasons = set()
+    differ = 0
+    for i, f in enumerate(frames):
+        m = directed_model()
+        await tb.load(m)
+        e = tb.expect(m, [f], bad=(0,) if i == 3 else ())[0]
+        # what the switched-to tables would make of it
+        e2 = Exp(other_model(), f, e.bundle["start"])
+        differ += (e2.out, e2.port, e2.causes, e2.slot_ev) != (e.out, e.port, e.causes, e.slot_ev)
+        reasons.add(e.reason)
+        act, ev = await _decide_across_commit(tb, e, m2)
+        await tb.load(m)                # back to the tables the frame was decided with (idle)
+        tb.check([e], [act], [], ev)
+    assert {"redirect_gre", "redirect_l2", "unassigned", "not_redirectable", "bad_frame"} <= reasons, reasons
+    assert differ >= len(frames) - 2, differ      # all but the non-IPv4 frame and the bad one
+
+
 @_test
 async def test_decision_latency(dut):
     """Cycles from in_valid to act_valid against the number of configured cache entries
@@ -1217,7 +1345,7 @@ def test_wccp_decide(sim):
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"},
                     testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_status", "test_random",
-                              "test_learning_stress", "test_adjacent_learn"])
+                              "test_learning_stress", "test_adjacent_learn", "test_commit_while_waiting"])
     # the engine of receive port 1 (normal forwarding to port 0, learnt locations on port 1)
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 1},
                     extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive",
