@@ -20,6 +20,21 @@ def with_fcs(data, pad=True):
     return data + fcs(data)
 
 
+def header_point(f):
+    """Index of the last byte of frame f (no FCS) that wccp_parser's header point needs (hdr_done):
+    the low ethertype byte for non-IPv4, IPv4 byte 19 and L4 byte 3 (L4 byte 11 for GRE) for IPv4.
+    May be >= len(f): the frame ends before it."""
+    n = len(f)
+    l3 = 18 if n >= 14 and f[12:14] == b"\x81\x00" else 14
+    if n < l3 or f[l3 - 2:l3] != b"\x08\x00":
+        return l3 - 1
+    if n < l3 + 10:
+        return l3 + 19
+    ihl = f[l3] & 15
+    need = 11 if f[l3 + 9] == 47 else 3
+    return l3 + max(19, 4 * ihl + need if ihl else need)
+
+
 def ip2s(a):
     return "%d.%d.%d.%d" % ((a >> 24) & 255, (a >> 16) & 255, (a >> 8) & 255, a & 255)
 

@@ -362,6 +362,23 @@ class TB:
             a[f] = int(v) if v.is_resolvable else None     # header fields a kind doesn't use may be X
         return a
 
+    def sample_events(self, ev):
+        """Add this cycle's event pulses (causes, learns, slot / cache / bucket) to ev."""
+        d = self.dut
+        cause = int(d.ev_cause.value)
+        for b in range(11):
+            if cause >> b & 1:
+                if b == C_LEARN:
+                    ev["learn"] += 1
+                else:
+                    ev["cause"].append(b)
+        if int(d.ev_slot.value):
+            ev["slot"].append((int(d.ev_slot_idx.value), int(d.ev_bytes.value)))
+        if int(d.ev_cache.value):
+            ev["cache"].append((int(d.ev_slot_idx.value), int(d.ev_cache_idx.value), int(d.ev_bytes.value)))
+        if int(d.ev_bucket.value):
+            ev["bucket"].append((int(d.ev_slot_idx.value), int(d.ev_bucket_idx.value)))
+
     async def run(self, exps, gap_p=0.3, ready_p=0.7, ack_p=0.6, hold_fn=None, st_mode="random"):
         """Offer the bundles of exps, play the status FIFO, take the actions / events / learning
         requests. Each frame's status reaches the FIFO head (in order, once the previous one is
@@ -443,19 +460,7 @@ class TB:
                 # the frame in the engine (its status not yet popped) must have its status
                 assert st_head < n and st_vis[st_head] is not None and st_vis[st_head] < self.cycle, \
                     "event or learning request of frame %d before its status" % st_head
-            if cause:
-                for b in range(11):
-                    if cause >> b & 1:
-                        if b == C_LEARN:
-                            ev["learn"] += 1
-                        else:
-                            ev["cause"].append(b)
-            if int(d.ev_slot.value):
-                ev["slot"].append((int(d.ev_slot_idx.value), int(d.ev_bytes.value)))
-            if int(d.ev_cache.value):
-                ev["cache"].append((int(d.ev_slot_idx.value), int(d.ev_cache_idx.value), int(d.ev_bytes.value)))
-            if int(d.ev_bucket.value):
-                ev["bucket"].append((int(d.ev_slot_idx.value), int(d.ev_bucket_idx.value)))
+            self.sample_events(ev)
             st_pop = int(d.st_pop.value)
             if st_pop:
                 # popped at the edge ending this cycle (st_valid stays high until then)
@@ -1184,19 +1189,6 @@ async def _decide_across_commit(tb, e, m_next):
     d = tb.dut
     ev = {"cause": [], "learn": 0, "slot": [], "cache": [], "bucket": []}
 
-    def sample():
-        assert not int(d.lr_valid.value)
-        cause = int(d.ev_cause.value)
-        for b in range(11):
-            if cause >> b & 1:
-                ev["cause"].append(b)
-        if int(d.ev_slot.value):
-            ev["slot"].append((int(d.ev_slot_idx.value), int(d.ev_bytes.value)))
-        if int(d.ev_cache.value):
-            ev["cache"].append((int(d.ev_slot_idx.value), int(d.ev_cache_idx.value), int(d.ev_bytes.value)))
-        if int(d.ev_bucket.value):
-            ev["bucket"].append((int(d.ev_slot_idx.value), int(d.ev_bucket_idx.value)))
-
     for f, v in e.bundle.items():
         getattr(d, "in_" + f).value = v
     d.st_valid.value = 0
@@ -1213,7 +1205,7 @@ async def _decide_across_commit(tb, e, m_next):
     await Timer(1, "ns")
     d.in_valid.value = 0
     d.hold.value = 1
-    for n in range(1000):
+    for _ in range(1000):
         await RisingEdge(d.clk)
         await ReadOnly()
         assert not int(d.act_valid.value) and not int(d.ev_cause.value), "action or event without a status"
@@ -1236,7 +1228,8 @@ async def _decide_across_commit(tb, e, m_next):
     for _ in range(40):
         await RisingEdge(d.clk)
         await ReadOnly()
-        sample()
+        assert not int(d.lr_valid.value)
+        tb.sample_events(ev)
         pop = int(d.st_pop.value)
         if int(d.act_valid.value) and act is None:
             act = tb._read_act()

@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import wccp_tb  # noqa: E402
+from wccp_frames import header_point  # noqa: E402
 
 try:
     import cocotb
@@ -67,19 +68,6 @@ def ref(f):
              l4_len4=l4[6] << 8 | l4[7], l4_len8=l4[10] << 8 | l4[11], tcpudp=int(tcpudp),
              ip_hdr_ok=int(ip_hdr_ok), avail=int(avail), ip_ok=int(ip_hdr_ok and avail))
     return e
-
-
-def header_point(f):
-    """Index of the last byte the header needs (may be >= len(f): the frame ends before it)."""
-    n = len(f)
-    l3 = 18 if n >= 14 and f[12:14] == b"\x81\x00" else 14
-    if n < l3 or f[l3 - 2:l3] != b"\x08\x00":
-        return l3 - 1
-    if n < l3 + 10:
-        return l3 + 19
-    ihl = f[l3] & 15
-    need = 11 if f[l3 + 9] == 47 else 3
-    return l3 + max(19, 4 * ihl + need if ihl else need)
 
 
 def expect(frame):

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import wccp_tb  # noqa: E402
+from wccp_frames import header_point  # noqa: E402
 
 try:
     import cocotb
@@ -32,19 +33,6 @@ WAIT = 20000         # cycles a consumer waits for a bundle or status
 
 def _test(f):
     return cocotb.test()(f) if cocotb is not None else f
-
-
-def header_point(f):
-    """Index of the last byte of frame f (no FCS) the parse bundle needs (the parser's)."""
-    n = len(f)
-    l3 = 18 if n >= 14 and f[12:14] == b"\x81\x00" else 14
-    if n < l3 or f[l3 - 2:l3] != b"\x08\x00":
-        return l3 - 1
-    if n < l3 + 10:
-        return l3 + 19
-    ihl = f[l3] & 15
-    need = 11 if f[l3 + 9] == 47 else 3
-    return l3 + max(19, 4 * ihl + need if ihl else need)
 
 
 def goes_early(f):
