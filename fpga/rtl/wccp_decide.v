@@ -4,9 +4,15 @@
 // runs the hash (or mask) assignment and the cache resolution, and hands the builder an
 // action: which port, which header to prepend and which bytes of the received frame to
 // copy. The frame's status (good, whole IPv4 datagram received, length) follows on its own
-// channel at the frame end; the engine commits the action, its events and its learning only
-// once it has that status: a bad frame is dropped (no events, no learning), a truncated
-// IPv4 datagram forwarded normally. Tables are read from the live bank; `hold` (commit
+// channel at the frame end. Cut-through: when the decision is made before the status, the
+// action leaves at once (act_cut = 1: the builder starts sending while the frame still
+// arrives) and the status follows to the builder on the fin channel (fin_good: the frame is
+// good and, for anything but plain forwarding, its IPv4 datagram complete; fin_flen); when
+// the status came first, the action carries it (act_cut = 0). Either way the events and the
+// learning are committed only with the status: a bad frame is dropped (stomped by the
+// builder if its output had started; no events, no learning), a truncated IPv4 datagram
+// decided for plain forwarding is forwarded, one decided for a redirect, a decapsulation
+// or a drop is dropped (C_TRUNC). Tables are read from the live bank; `hold` (commit
 // pending) keeps it from starting a new frame so that a commit always falls between two
 // decisions.
 `timescale 1ns / 1ps
@@ -99,7 +105,13 @@ module wccp_decide #(
     output reg  [31:0]   act_cip,
     output reg  [31:0]   act_rh,
     output reg  [10:0]   act_src_off,
-    output reg  [10:0]   act_copy_len,
+    output reg           act_cut,     // cut-through: flen and status follow on the fin channel
+    input  wire          out_idle,    // the builder is idle (nothing of an earlier frame left)
+    // the status of a cut-through action's frame, after the action was taken
+    output reg           fin_valid,
+    input  wire          fin_ready,
+    output reg           fin_good,    // good, and complete unless the action is plain forwarding
+    output reg  [10:0]   fin_flen,
     // events (one-cycle pulses)
     output reg  [10:0]   ev_cause,    // see CAUSE_* below
     output reg           ev_slot,
@@ -111,7 +123,7 @@ module wccp_decide #(
     output reg  [11:0]   ev_bytes
 );
     localparam C_NOTRED = 0, C_FROMC = 1, C_UNASS = 2, C_UNKN = 3, C_TOOBIG = 4, C_RET = 5,
-               C_L2 = 6, C_GRE = 7, C_LEARN = 8, C_RETBAD = 9;
+               C_L2 = 6, C_GRE = 7, C_LEARN = 8, C_RETBAD = 9, C_TRUNC = 10;
 
     // ------------------------------------------------------------------------------------
     // Every state does little: compares are registered before they steer the state machine,
@@ -174,8 +186,11 @@ module wccp_decide #(
         S_MTW3 = 42,
         S_CW3 = 43,
         S_CK = 44,
-        S_WST = 45;
-    localparam integer NS = 46;
+        S_WST = 45,
+        S_CA = 46,
+        S_CW = 47,
+        S_FIN = 48;
+    localparam integer NS = 49;
     // one-hot state (next state written out per bit below)
     reg [NS-1:0] state;
     reg [NS-1:0] nx;
@@ -183,7 +198,10 @@ module wccp_decide #(
     // engine reads no table and no configuration any more (what the action and the events
     // still need is registered, see wt below), so a commit may switch banks while it waits
     // for the frame's status; otherwise a commit would wait for the end of a long frame.
-    assign busy = !(state[S_IDLE] || state[S_WST] || state[S_OUT]);
+    // The cut-through states (S_CA: action offered, S_CW: waiting for the status, S_FIN: fin
+    // offered) are past the decision too.
+    assign busy = !(state[S_IDLE] || state[S_WST] || state[S_OUT] || state[S_CA] || state[S_CW] ||
+                    state[S_FIN]);
 
     // latched bundle
     reg [11:0] f_start;
@@ -253,7 +271,7 @@ module wccp_decide #(
     reg  [6:0]  g_m;             // GRE-to-us compares (router ID bytes, key word halves, proto)
     reg  [3:0]  g_rb;            // bad-return length compares
     reg         g_pre, g_ret_hit;
-    reg  [10:0] r_dec_off, r_il;
+    reg  [10:0] r_dec_off;
     wire [10:0] l2len = f_vlan ? 11'd18 : 11'd14;
     wire        nib4  = (f_l4b4[7:4] == 4'd4);
     wire [15:0] hlen  = {10'd0, f_ihl, 2'b00};
@@ -301,13 +319,14 @@ module wccp_decide #(
     reg [5:0]  c_hlen;                  // S_C's action fields (L2 rewrite or GRE), ready with ck_l2
     reg [1:0]  c_kind;
     reg [10:0] c_src_off;
-    // the decision's action fields (S_DEC, S_C), made the action at the commit; the copy
-    // length is d_copy_len for kinds 2 and 3, the frame length (kind 0) or the frame length
-    // - 12 (kind 1) from the status
+    // the decision's action fields (S_DEC, S_C): the cut-through action, or the action at the
+    // commit when the status came first (the builder copies from d_src_off to the frame end)
     reg        d_drop, d_port;
     reg [1:0]  d_kind;
     reg [5:0]  d_hlen;
-    reg [10:0] d_src_off, d_copy_len;
+    reg [10:0] d_src_off;
+    // anything but plain forwarding (a truncated datagram is then dropped)
+    wire       d_redir = d_drop || d_kind[0] || d_kind[1];
 
     // ---- mask index: the 96-bit key and 7 bit positions, two stages ----
     wire [95:0] key96 = {f_sip, f_dip, f_sport, f_dport};
@@ -454,7 +473,6 @@ module wccp_decide #(
         g_rb[2] <= d_il_20[16];                  // g_il < 20
         g_rb[3] <= d_tl_pil[16];                 // g_prelil > f_totlen
         r_dec_off <= l2len + g_prel[10:0];
-        r_il <= g_il[10:0];
 
         gre_tl_r <= f_totlen + 16'd28;
         r_toobig <= d_mtu_tl[16];                // gre_tl_r > mtu
@@ -572,12 +590,19 @@ module wccp_decide #(
     // redirectable) and the frame length. The header terms use f_is_ip / f_ip_hdr_ok
     // directly (loaded at the take, valid in S_C1). All are valid the cycle after the latch
     // (s_have's) and stable until the next take; they are not read before the scan (learning)
-    // and S_WST. s_rdy (s_have a cycle later) ends S_WST: by then l_flen12, registered from
-    // l_flen, is valid too.
+    // and S_WST. s_rdy (s_have a cycle later) ends S_WST (or S_CW).
     wire       take = in_valid && !hold && !in_ready;
     reg        s_want, s_have, s_rdy, s_ok, s_nok, s_bad, s_nr;
-    reg [10:0] l_flen, l_flen12;
+    reg [10:0] l_flen;
     wire       st_full = st_good && (st_avail || !(f_is_ip && f_ip_hdr_ok));
+    // cut-through when the decision is made: the status is not latched (one arriving in that
+    // very cycle still goes with the cut action's fin: correct either way) and the builder is
+    // idle (registered: only this engine's action makes it busy). A frame that would wait
+    // for the builder waits for its status instead (store-and-forward: a bad frame is then
+    // skipped, not stomped).
+    reg        o_idle;
+    always @(posedge clk) o_idle <= out_idle;
+    wire       cut_go = !s_have && o_idle;
     always @(posedge clk) begin
         if (s_want) begin
             s_have <= st_valid;
@@ -589,7 +614,6 @@ module wccp_decide #(
         end
         s_want <= !rst && ((state[S_IDLE] && take) || (s_want && !st_valid));
         s_rdy <= s_have;
-        l_flen12 <= l_flen - 11'd12;
     end
 
     // ---- scan: issue state, in-flight entries, hits ----
@@ -668,7 +692,8 @@ module wccp_decide #(
     // ---- next state ----
     always @(*) begin
         nx = {NS{1'b0}};
-        nx[S_IDLE] = (state[S_IDLE] && !take) || (state[S_OUT] && act_valid && act_ready);
+        nx[S_IDLE] = (state[S_IDLE] && !take) || (state[S_OUT] && act_valid && act_ready) ||
+                     (state[S_FIN] && fin_valid && fin_ready);
         nx[S_C1]   = state[S_IDLE] && take;
         nx[S_C2]   = state[S_C1];
         nx[S_C3]   = state[S_C2];
@@ -715,31 +740,42 @@ module wccp_decide #(
         nx[S_GRE2] = state[S_GRE];
         nx[S_GRE3] = state[S_GRE2];
         nx[S_GRE4] = state[S_GRE3];
-        // the decision is made: wait for the frame's status (s_rdy), then commit
+        // the decision is made (S_WST's first cycle). The status is there (s_rdy): commit, the
+        // action carries it (S_OUT). It is not, nor coming (cut_go): cut-through, the action
+        // leaves now (S_CA), the status follows (S_CW: commit) on the fin channel (S_FIN).
+        // It is being latched: wait for s_rdy (at most two cycles).
         nx[S_WST]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
                      (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
                      (state[S_C] && !ck_gre) || state[S_GRE4] ||
-                     (state[S_WST] && !s_rdy);
+                     (state[S_WST] && !s_rdy && !cut_go);
         // act_valid is high throughout S_OUT
         nx[S_OUT]  = (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready));
+        // act_valid is high from S_CA's second cycle (its first loads the action's fields)
+        nx[S_CA]   = (state[S_WST] && !s_rdy && cut_go) || (state[S_CA] && !(act_valid && act_ready));
+        nx[S_CW]   = (state[S_CA] && act_valid && act_ready) || (state[S_CW] && !s_rdy);
+        nx[S_FIN]  = (state[S_CW] && s_rdy) || (state[S_FIN] && !(fin_valid && fin_ready));
     end
 
-    // the commit: S_WST's last cycle; the action, its events and the status pop follow
-    wire commit = state[S_WST] && s_rdy;
-    // waiting for the status or the builder (S_WST, S_OUT): registers that follow the
-    // configuration keep the values of the decision's last cycle
-    wire wt = state[S_WST] || state[S_OUT];
+    // the commit: S_WST's last cycle (the action, its events and the status pop follow) or,
+    // cut-through, S_CW's (the events, the status pop and the fin follow)
+    wire commit = (state[S_WST] || state[S_CW]) && s_rdy;
+    // waiting for the status or the builder (S_WST, S_OUT, S_CA, S_CW, S_FIN): registers that
+    // follow the configuration keep the values of the decision's last cycle
+    wire wt = state[S_WST] || state[S_OUT] || state[S_CA] || state[S_CW] || state[S_FIN];
     always @(posedge clk) begin
         if (rst) begin
             state <= {{(NS-1){1'b0}}, 1'b1};
             in_ready <= 1'b0;
             act_valid <= 1'b0;
             st_pop <= 1'b0;
+            fin_valid <= 1'b0;
         end else begin
             state <= nx;
             in_ready <= state[S_IDLE] && take;
-            act_valid <= commit || (state[S_OUT] && !(act_valid && act_ready));
+            act_valid <= (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready)) ||
+                         (state[S_CA] && !(act_valid && act_ready));
             st_pop <= commit;
+            fin_valid <= (state[S_CW] && s_rdy) || (state[S_FIN] && !(fin_valid && fin_ready));
         end
     end
 
@@ -771,7 +807,8 @@ module wccp_decide #(
         p_bucket <= state[S_B1] || (p_bucket && !state[S_DEC]);
 
         ev_cause <= 11'd0;
-        ev_cause[C_NOTRED] <= commit && p_ntr && s_nr;
+        ev_cause[C_NOTRED] <= commit && p_ntr && s_nr && !d_redir;
+        ev_cause[C_TRUNC]  <= commit && s_nr && d_redir;     // dropped (see fin_good)
         ev_cause[C_FROMC]  <= commit && s_ok && p_fromc;
         ev_cause[C_UNASS]  <= commit && s_ok && p_unass;
         ev_cause[C_UNKN]   <= commit && s_ok && p_unkn;
@@ -804,7 +841,6 @@ module wccp_decide #(
             d_kind <= state[S_DEC] ? {x_retok, x_retok} : c_kind;
             d_hlen <= state[S_DEC] ? v_hlen : c_hlen;
             d_src_off <= state[S_DEC] ? v_src_off : c_src_off;
-            d_copy_len <= state[S_DEC] ? r_il : f_totlen[10:0];
         end
         if ((state[S_DEC] && x_retok) || (state[S_C] && ck_dm))
             act_dmac <= state[S_DEC] ? r_decmac : ln_rdata[47:0];
@@ -818,11 +854,17 @@ module wccp_decide #(
     // The action: every cycle from registers that are stable from the end of the decision
     // and the status latch until the action is taken (the latched bundle, the decision's
     // fields, the status flags), and the configuration's fields frozen while the engine waits
-    // (wt: a commit may switch the configuration then). The status decides: s_ok the decision's action, a bad
-    // frame a drop of its bytes, a truncated datagram forwarded normally (kind 0, the whole
-    // frame). At the commit (s_rdy) the status flags, l_flen and l_flen12 are valid and the
-    // decision's fields too (from S_WST's first cycle), so the action loaded there is valid
-    // with act_valid.
+    // (wt: a commit may switch the configuration then).
+    // Cut-through (S_CA, whose first cycle loads these before act_valid rises): the decision's
+    // action; the builder copies to the end the fin names, and stomps the frame if the fin
+    // is bad. Status first (loaded at the commit, S_WST with s_rdy: the decision's fields are
+    // valid from S_WST's first cycle): s_ok the decision's action, a bad frame a drop of its
+    // bytes, a truncated datagram forwarded normally (kind 0) if that was the decision's
+    // kind, else dropped.
+    // The fin (S_FIN): fin_good unless the frame is bad or a truncated datagram that the
+    // decision redirects, decapsulates or drops (C_TRUNC).
+    wire ca = state[S_CA];
+    wire use_d = ca || s_ok;
     always @(posedge clk) begin
         act_start <= f_start;
         act_flen <= l_flen;
@@ -833,14 +875,14 @@ module wccp_decide #(
         act_vlan <= f_vlan;
         act_tci <= f_tci;
         act_tl <= gre_tl_r;
-        act_drop <= s_bad || (s_ok && d_drop);
-        act_port <= s_ok ? d_port : (PORT[0] ^ 1'b1);
-        act_kind <= s_ok ? d_kind : 2'd0;
-        act_hlen <= s_ok ? d_hlen : 6'd0;
-        act_src_off <= s_ok ? d_src_off : 11'd0;
-        // GRE / decap: d_copy_len; L2 rewrite: the frame after the MACs; else the frame
-        act_copy_len <= (s_ok && d_kind[1]) ? d_copy_len :
-                        (s_ok && d_kind[0]) ? l_flen12 : l_flen;
+        act_cut <= ca;
+        act_drop <= ca ? d_drop : (s_bad || (s_ok && d_drop) || (s_nr && d_redir));
+        act_port <= use_d ? d_port : (PORT[0] ^ 1'b1);
+        act_kind <= use_d ? d_kind : 2'd0;
+        act_hlen <= use_d ? d_hlen : 6'd0;
+        act_src_off <= use_d ? d_src_off : 11'd0;
+        fin_good <= !s_bad && !(s_nr && d_redir);
+        fin_flen <= l_flen;
     end
 
 endmodule

@@ -12,7 +12,9 @@
 //      IPv4 protocol 47 (GRE): IPv4 header byte 19 and L4 byte 11 both received;
 //      other IPv4: IPv4 header byte 19 and L4 byte 3 both received (for them l4_byte4,
 //        l4_len4 and l4_len8 are not part of the header and go on changing until done);
-//    a frame that ends before its header point gets hdr_done together with done.
+//    a frame that ends before its header point gets hdr_done together with done; if its
+//    IPv4 datagram is also cut short (avail low), ip_hdr_ok is low with that hdr_done (the
+//    fields a decision would use are not all in the frame: forwarded normally).
 //    The fields stay valid until done.
 //  - done: the third cycle after the last byte (t+3 for s_last in t: the input register,
 //    then one cycle computes `avail` from registered fields). frame_len, avail and ip_ok
@@ -88,6 +90,7 @@ module wccp_parser (
     reg        ihl_good, tl_hdr, tl_hdr4;
     reg        hp_next;      // the next byte is the IPv4 header point
     reg        hd_seen;      // hdr_done already given for this frame
+    reg        hd_late;      // hdr_done at the frame end (header point not reached)
     integer k;
 
     // input register stage with the byte compares precomputed (timing: every capture
@@ -161,6 +164,7 @@ module wccp_parser (
         done <= !rst && done0;
         // v is low in done0's cycle (the idle cycle after the last byte)
         hdr_done <= !rst && (hpt || (done0 && !hd_seen));
+        hd_late <= !rst && done0 && !hd_seen;
         hd_seen <= !clr && (hd_seen || hpt);
     end
     always @(posedge clk) begin
@@ -236,7 +240,8 @@ module wccp_parser (
     end
 
     assign is_ip     = ip_any;
-    assign ip_hdr_ok = ip_any && ihl_good && tl_hdr && frag_hi0 && frag_lo0 && (!tcpudp || tl_hdr4);
+    assign ip_hdr_ok = ip_any && ihl_good && tl_hdr && frag_hi0 && frag_lo0 && (!tcpudp || tl_hdr4) &&
+                       !(hd_late && !avail);
     assign ip_ok     = ip_hdr_ok && avail;
     assign proto  = prot;
     assign sip    = s_ip;

@@ -51,14 +51,15 @@ CLK_NS = 8
 # ev_cause bits (the counters of wccp_stats) and the model's counter names
 CAUSE_BIT = {"not_redirectable": 0, "from_cache": 1, "unassigned": 2, "cache_unknown": 3,
              "gre_too_big": 4, "gre_return": 5, "redirect_l2": 6, "redirect_gre": 7,
-             "gre_return_bad": 9}
+             "gre_return_bad": 9, "truncated": 10}
 C_LEARN = 8
 
 ACT_FIELDS = ("drop", "port", "start", "flen", "hlen", "kind", "dmac", "smac", "vlan", "tci", "tl", "csum",
-              "rid", "cip", "rh", "src_off", "copy_len")
+              "rid", "cip", "rh", "src_off", "cut")
 BUNDLE_FIELDS = ("start", "dst_mac", "src_mac", "vlan", "tci", "is_ip", "ip_hdr_ok", "proto", "sip",
                  "dip", "sport", "dport", "totlen", "ihl", "l4w0", "l4b4", "len4", "len8")
 STATUS_FIELDS = ("good", "avail", "flen")
+GRE_CLIP = 1472     # wccp_builder copies at most this many bytes behind a GRE header
 
 
 def _test(f):
@@ -140,10 +141,13 @@ def datagram_avail(fr):
 # --- what the action describes (wccp_builder's view) ----------------------------------------
 
 def action_bytes(a, fr):
-    """The frame (without FCS, unpadded) that wccp_builder emits for action a on frame fr."""
-    for f in ("drop", "port", "start", "flen", "kind", "hlen", "src_off", "copy_len"):
+    """The frame (without FCS, unpadded) that wccp_builder emits for action a on frame fr: the
+    header, then the frame from src_off to its end (flen: act_flen, or the fin's for a
+    cut-through action), at most GRE_CLIP bytes of it behind a GRE header; None for a drop
+    (act_drop, or a cut-through action whose fin is bad)."""
+    for f in ("drop", "port", "start", "flen", "kind", "hlen", "src_off", "cut"):
         assert a[f] is not None, "act_%s undefined: %r" % (f, a)
-    if a["drop"]:
+    if a["drop"] or (a["cut"] and not a["fin_good"]):
         return None
     need = {0: (), 1: ("dmac", "smac"), 2: ACT_FIELDS, 3: ("dmac", "smac", "vlan", "tci")}[a["kind"]]
     for f in need:
@@ -155,9 +159,11 @@ def action_bytes(a, fr):
     hdr += struct.pack(">HHI", 0, 0x883E, a["rh"])
     want = {0: (0,), 1: (12,), 2: (46 if a["vlan"] else 42,), 3: (18 if a["vlan"] else 14,)}[a["kind"]]
     assert a["hlen"] in want, "action kind %d with header length %d" % (a["kind"], a["hlen"])
-    so, cl = a["src_off"], a["copy_len"]
-    assert so + cl <= len(fr), "copy range %d+%d beyond the frame (%d bytes)" % (so, cl, len(fr))
-    return hdr[:a["hlen"]] + bytes(fr[so:so + cl])
+    so, end = a["src_off"], a["flen"]
+    assert so < end <= len(fr), "copy range %d..%d outside the frame (%d bytes)" % (so, end, len(fr))
+    if a["kind"] == 2:
+        end = min(end, so + GRE_CLIP)
+    return hdr[:a["hlen"]] + bytes(fr[so:end])
 
 
 # --- expectations from the model ------------------------------------------------------------
@@ -275,7 +281,8 @@ class TB:
         self.start = 0
         self.cycle = 0
         cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
-        for s in ("hold", "in_valid", "act_ready", "lr_ack_en", "t_wr", "tl_wr", "active", "st_valid"):
+        for s in ("hold", "in_valid", "act_ready", "lr_ack_en", "t_wr", "tl_wr", "active", "st_valid",
+                  "out_idle", "fin_ready"):
             getattr(dut, s).value = 0
         for f in BUNDLE_FIELDS:
             getattr(dut, "in_" + f).value = 0
@@ -379,14 +386,19 @@ class TB:
         if int(d.ev_bucket.value):
             ev["bucket"].append((int(d.ev_slot_idx.value), int(d.ev_bucket_idx.value)))
 
-    async def run(self, exps, gap_p=0.3, ready_p=0.7, ack_p=0.6, hold_fn=None, st_mode="random"):
+    async def run(self, exps, gap_p=0.3, ready_p=0.7, ack_p=0.6, hold_fn=None, st_mode="random",
+                  idle_p=0.8, fin_p=0.7):
         """Offer the bundles of exps, play the status FIFO, take the actions / events / learning
         requests. Each frame's status reaches the FIFO head (in order, once the previous one is
         popped) a delay after its bundle is presented (st_mode "now": at once, "late": long after
         the decision, "random": 0..60 cycles, and sometimes already with the previous bundle, so
         that the FIFO holds several). Returns (actions, learning requests, events, latencies);
         latency = rising edges from in_valid to act_valid; self.st_lat: rising edges from the
-        frame's st_valid to its act_valid."""
+        frame's st_valid to its act_valid (actions that carry their status).
+        Cut-through: out_idle (the builder is idle) is high with probability idle_p per cycle;
+        an action may come before its frame's status only with act_cut (then its fin follows,
+        after the status, taken with probability fin_p per cycle): each such action gets
+        fin_good / fin_flen in its dict."""
         d = self.dut
         r = self.rng
         n = len(exps)
@@ -409,8 +421,13 @@ class TB:
         extra = 0
         prev_held = prev_idle = pop = False
         held = False
-        while len(acts) < n or extra < 12:
-            if len(acts) >= n:
+        cuts = []                   # actions taken with act_cut, in order
+        nfin = 0
+        fin_seen = -1
+        self.fin_lat = []
+        pend_fin = None
+        while len(acts) < n or nfin < len(cuts) or extra < 12:
+            if len(acts) >= n and nfin >= len(cuts):
                 extra += 1
             await RisingEdge(d.clk)
             await ReadOnly()
@@ -447,9 +464,21 @@ class TB:
             k = len(acts)
             if av and act_seen != k:
                 act_seen = k
-                assert k < n and st_vis[k] is not None and st_vis[k] < self.cycle, \
-                    "action %d before its status" % k
-                self.st_lat.append(self.cycle - st_vis[k])
+                assert k < n, "action without a frame"
+                if not a["cut"]:
+                    assert st_vis[k] is not None and st_vis[k] < self.cycle, "action %d before its status" % k
+                    self.st_lat.append(self.cycle - st_vis[k])
+            fv = int(d.fin_valid.value)
+            fq = (int(d.fin_good.value), int(d.fin_flen.value)) if fv else None
+            if pend_fin is not None:
+                assert fv and fq == pend_fin, "fin changed before fin_ready: %r %r" % (pend_fin, fq)
+            if fv:
+                assert nfin < len(cuts), "fin without a cut-through action waiting for it"
+                fk = cuts[nfin]
+                assert st_vis[fk] is not None and st_vis[fk] < self.cycle, "fin of frame %d before its status" % fk
+                if fin_seen != nfin:
+                    fin_seen = nfin
+                    self.fin_lat.append(self.cycle - st_vis[fk])
             lv = int(d.lr_valid.value)
             lq = (int(d.lr_idx.value), int(d.lr_mac.value)) if lv else None
             if pend_lr is not None:
@@ -466,7 +495,8 @@ class TB:
                 # popped at the edge ending this cycle (st_valid stays high until then)
                 assert st_drv, "st_pop without a status at the FIFO head"
                 assert st_head < taken, "status %d popped before its bundle was taken" % st_head
-                assert st_head == len(acts), "status %d popped after its action's handshake" % st_head
+                assert st_head == len(acts) or (st_head == len(acts) - 1 and acts[-1]["cut"]), \
+                    "status %d popped after its action's handshake (not cut-through)" % st_head
             prev_idle = not busy and not av
             prev_held = held
             if len(acts) >= n:
@@ -476,11 +506,22 @@ class TB:
             rdy = int(r.random() < ready_p)
             d.act_ready.value = rdy
             if av and rdy:
+                if a["cut"]:
+                    cuts.append(len(acts))
                 acts.append(a)
                 pend_act = None
                 since = 0
             else:
                 pend_act = a
+            frdy = int(r.random() < fin_p)
+            d.fin_ready.value = frdy
+            if fv and frdy:
+                acts[cuts[nfin]]["fin_good"], acts[cuts[nfin]]["fin_flen"] = fq
+                nfin += 1
+                pend_fin = None
+            else:
+                pend_fin = fq
+            d.out_idle.value = int(r.random() < idle_p)
             ack = int(r.random() < ack_p)
             d.lr_ack_en.value = ack
             if lv and ack:
@@ -515,7 +556,7 @@ class TB:
             if st_pop:
                 st_head += 1
                 decided = False
-            idle = idle + 1 if not (av or lv or busy) else 0
+            idle = idle + 1 if not (av or lv or busy or fv) else 0
             assert idle < 400, "engine stalled: %d bundles taken, %d actions" % (nxt, len(acts))
             since += 1
             assert since < 30000, "no action for 30000 cycles: %d bundles taken, %d actions, %d statuses" % (
@@ -523,7 +564,9 @@ class TB:
         d.act_ready.value = 0
         d.lr_ack_en.value = 0
         d.st_valid.value = 0
+        d.fin_ready.value = 0
         assert st_head == n, "%d statuses popped for %d frames" % (st_head, n)
+        self.ncut = len(cuts)
         assert int(d.busy.value) == 0 or held
         return acts, lrs, ev, lat
 
@@ -532,10 +575,11 @@ class TB:
         for i, (e, a) in enumerate(zip(exps, acts, strict=True)):
             fr = e.frame[:-4]
             what = "frame %d (%s, %s): %s" % (i, e.reason, e.decision, fr.hex())
+            if a["cut"]:
+                a = dict(a, flen=a["fin_flen"])
             assert a["start"] == e.bundle["start"] and a["flen"] == e.status["flen"], "%s\n act %r" % (what, a)
             if e.out is None:
-                assert a["drop"] == 1, "%s\n expected drop, got %r" % (what, a)
-                action_bytes(a, fr)
+                assert action_bytes(a, fr) is None, "%s\n expected drop, got %r" % (what, a)
                 continue
             got = action_bytes(a, fr)
             assert a["drop"] == 0, "%s\n unexpected drop" % what
@@ -1181,11 +1225,13 @@ def other_model():
     return m
 
 
-async def _decide_across_commit(tb, e, m_next):
+async def _decide_across_commit(tb, e, m_next, cut=False):
     """One frame: offer its bundle; once taken raise hold (a commit is pending) and withhold
     the status until busy falls (the decision is made), then switch the tables, the bank and
     the configuration to m_next's (what a COMMIT does), then give the status. Returns the
-    action and the events (the frame's own, under the tables it was decided with)."""
+    action and the events (the frame's own, under the tables it was decided with). cut: the
+    builder is idle (out_idle), so the action leaves with the decision (act_cut), before the
+    switch, and its fin after the status; else the action waits for the status."""
     d = tb.dut
     ev = {"cause": [], "learn": 0, "slot": [], "cache": [], "bucket": []}
 
@@ -1193,6 +1239,8 @@ async def _decide_across_commit(tb, e, m_next):
         getattr(d, "in_" + f).value = v
     d.st_valid.value = 0
     d.act_ready.value = 0
+    d.fin_ready.value = 1
+    d.out_idle.value = int(cut)
     d.hold.value = 0
     d.in_valid.value = 1
     for _ in range(50):
@@ -1205,40 +1253,67 @@ async def _decide_across_commit(tb, e, m_next):
     await Timer(1, "ns")
     d.in_valid.value = 0
     d.hold.value = 1
+    act = None
     for _ in range(1000):
         await RisingEdge(d.clk)
         await ReadOnly()
-        assert not int(d.act_valid.value) and not int(d.ev_cause.value), "action or event without a status"
+        assert not int(d.ev_cause.value), "event without a status"
+        assert cut or not int(d.act_valid.value), "action without a status"
         if not int(d.busy.value):
             break
     else:
         raise AssertionError("no decision without the status (busy stays high)")
+    if cut:
+        for _ in range(10):
+            if int(d.act_valid.value):
+                act = tb._read_act()
+                assert act["cut"] == 1, act
+                break
+            await RisingEdge(d.clk)
+            await ReadOnly()
+        else:
+            raise AssertionError("no cut-through action at the decision")
+        await Timer(1, "ns")
+        d.act_ready.value = 1
+        await RisingEdge(d.clk)
+        await Timer(1, "ns")
+        d.act_ready.value = 0
     await Timer(1, "ns")
     await tb.load(m_next)               # the commit, while the engine waits
     for _ in range(20):                 # and nothing moves until the status comes
         await RisingEdge(d.clk)
         await ReadOnly()
         assert not int(d.busy.value) and not int(d.act_valid.value) and not int(d.ev_cause.value)
+        assert not int(d.fin_valid.value)
     await Timer(1, "ns")
     d.hold.value = 0
     for f in STATUS_FIELDS:
         getattr(d, "st_" + f).value = e.status[f]
     d.st_valid.value = 1
-    act = None
+    fins = []
     for _ in range(40):
         await RisingEdge(d.clk)
         await ReadOnly()
         assert not int(d.lr_valid.value)
         tb.sample_events(ev)
         pop = int(d.st_pop.value)
-        if int(d.act_valid.value) and act is None:
+        if cut:
+            assert not int(d.act_valid.value), "a second action"
+            if int(d.fin_valid.value):
+                fins.append((int(d.fin_good.value), int(d.fin_flen.value)))
+        elif int(d.act_valid.value) and act is None:
             act = tb._read_act()
+            assert act["cut"] == 0, act
         await Timer(1, "ns")
         if pop:
             d.st_valid.value = 0
-        d.act_ready.value = int(act is not None)
+        d.act_ready.value = int(act is not None and not cut)
     d.act_ready.value = 0
+    d.out_idle.value = 0
     assert act is not None, "no action after the status"
+    if cut:
+        assert len(fins) == 1, fins          # fin_ready is high: taken in its first cycle
+        act["fin_good"], act["fin_flen"] = fins[0]
     return act, ev
 
 
@@ -1265,9 +1340,10 @@ async def test_commit_while_waiting(dut):
         e2 = Exp(other_model(), f, e.bundle["start"])
         differ += (e2.out, e2.port, e2.causes, e2.slot_ev) != (e.out, e.port, e.causes, e.slot_ev)
         reasons.add(e.reason)
-        act, ev = await _decide_across_commit(tb, e, m2)
-        await tb.load(m)                # back to the tables the frame was decided with (idle)
-        tb.check([e], [act], [], ev)
+        for cut_through in (False, True):
+            act, ev = await _decide_across_commit(tb, e, m2, cut=cut_through)
+            await tb.load(m)            # back to the tables the frame was decided with (idle)
+            tb.check([e], [act], [], ev)
     assert {"redirect_gre", "redirect_l2", "unassigned", "not_redirectable", "bad_frame"} <= reasons, reasons
     assert differ >= len(frames) - 2, differ      # all but the non-IPv4 frame and the bad one
 
@@ -1310,15 +1386,25 @@ async def test_decision_latency(dut):
             tb.check(exps, acts, lrs, ev)
             row[name] = lat[0]
             exps = tb.expect(m, [f])
-            acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="late")
+            acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="late",
+                                              idle_p=0.0)
             tb.check(exps, acts, lrs, ev)
-            assert lat[0] > 400, lat
+            assert lat[0] > 400 and not acts[0]["cut"], lat
             row["st_" + name] = tb.st_lat[0]
+            # cut-through (the builder idle): the action at the decision, the fin after the status
+            exps = tb.expect(m, [f])
+            acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="late",
+                                              idle_p=1.0, fin_p=1.0)
+            tb.check(exps, acts, lrs, ev)
+            assert acts[0]["cut"] and lat[0] < 400, (lat, acts[0])
+            row["cut_" + name] = lat[0]
+            row["fin_" + name] = tb.fin_lat[0]
         res.append((total, row))
     assert len({row["gre"] for _t, row in res}) == 1, res
     learn = [row["learn"] for _t, row in res]
     assert learn == sorted(learn) and learn[-1] > learn[0] + 200, res
     assert len({(row["st_gre"], row["st_not_ip"]) for _t, row in res}) == 1, res
+    assert len({(row["cut_gre"], row["fin_gre"], row["fin_not_ip"]) for _t, row in res}) == 1, res
     for total, row in res:
         dut._log.info("decision latency: %3d cache entries: GRE redirect %4d cycles, no slot + 1 learn %4d, "
                       "not IPv4 %3d; from a late status: GRE redirect %d, no slot + 1 learn %d, not IPv4 %d",
@@ -1328,6 +1414,9 @@ async def test_decision_latency(dut):
             total, row["gre"], row["learn"], row["not_ip"]))
         print("DECIDE_STATUS_LATENCY entries=%d redirect=%d learn=%d not_ip=%d" % (
             total, row["st_gre"], row["st_learn"], row["st_not_ip"]))
+        print("DECIDE_CUT_LATENCY entries=%d redirect=%d learn=%d not_ip=%d; status->fin redirect=%d "
+              "learn=%d not_ip=%d" % (total, row["cut_gre"], row["cut_learn"], row["cut_not_ip"],
+                                      row["fin_gre"], row["fin_learn"], row["fin_not_ip"]))
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)

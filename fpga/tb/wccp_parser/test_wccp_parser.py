@@ -61,6 +61,9 @@ def ref(f):
     ip_hdr_ok = (m > 0 and g(0) >> 4 == 4 and ihl >= 5 and (tlen >> 2) >= ihl and frag_hi0 and frag_lo0
                  and (not tcpudp or (tlen >> 2) > ihl))
     avail = m >= tlen and n < 2048
+    # a frame that ends before its header point with its datagram cut short: not valid for
+    # redirect (the decision's fields are not all in it)
+    ip_hdr_ok = ip_hdr_ok and (avail or header_point(f) < n)
     e.update(is_ip=int(m > 0), proto=g(9), sip=int.from_bytes(ipb[12:16], "big"),
              dip=int.from_bytes(ipb[16:20], "big"),
              sport=(l4[0] << 8 | l4[1]) if tcpudp else 0, dport=(l4[2] << 8 | l4[3]) if tcpudp else 0,
