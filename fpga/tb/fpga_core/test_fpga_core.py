@@ -16,6 +16,7 @@ try:
     from cocotb.clock import Clock
     from cocotb.triggers import RisingEdge, Timer
     from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
+    from scapy.all import IP, TCP, Raw
 except ImportError:  # collected by pytest outside a simulator: only the runner is needed
     cocotb = None
 
@@ -48,6 +49,24 @@ class TB:
         self.nexp = [0, 0]
         self.got = [[], []]
         self.alt_hits = {}
+        # cut-through: frames whose output had started when their status said bad come out
+        # stomped (TX_ER on the FCS, FCS inverted); only frames the model drops may
+        self.stomped = [0, 0]
+        self.may_stomp = 0
+        self.stomped_total = [0, 0]
+
+    def take(self, o, f):
+        """An output frame: a stomped one is checked and counted, any other kept for the
+        comparison."""
+        if f.error is not None and any(f.error):
+            err = list(f.error)
+            assert all(err[-4:]) and not any(err[:-4]), "port %d: tx_er outside a stomped frame's FCS: %r" % (
+                o, err)
+            assert not f.check_fcs(), "port %d: stomped frame with a good FCS" % o
+            self.stomped[o] += 1
+            self.stomped_total[o] += 1
+            return
+        self.got[o].append(bytes(f.get_payload(strip_fcs=False)))
 
     async def reset(self):
         self.dut.rst.value = 1
@@ -60,6 +79,8 @@ class TB:
     async def send(self, port, frame, model=None, now=0, alternatives=None):
         """Send a frame (with FCS) on port; record the model's expected outputs."""
         if model is not None:
+            if model.decide(port, frame, now=now).reason in STOMPABLE:
+                self.may_stomp += 1
             outs = model.process(port, frame, now=now)
             if os.environ.get("WCCP_DEBUG"):
                 cocotb.log.info("send p%d %s -> %s", port, frame.hex(), [(o, d.hex()) for o, d in outs])
@@ -74,9 +95,7 @@ class TB:
         while True:
             for o in range(2):
                 while not self.sink[o].empty():
-                    f = self.sink[o].recv_nowait()
-                    assert f.error is None or not any(f.error), "tx_er asserted on port %d" % o
-                    self.got[o].append(bytes(f.get_payload(strip_fcs=False)))
+                    self.take(o, self.sink[o].recv_nowait())
             if all(len(self.got[o]) >= self.nexp[o] for o in range(2)) and \
                     all(self.src[p].empty() and self.src[p].idle() for p in range(2)):
                 break
@@ -86,7 +105,9 @@ class TB:
         await Timer(20, "us")
         for o in range(2):
             while not self.sink[o].empty():
-                self.got[o].append(bytes(self.sink[o].recv_nowait().get_payload(strip_fcs=False)))
+                self.take(o, self.sink[o].recv_nowait())
+        assert sum(self.stomped) <= self.may_stomp, "%r stomped frames, %d the model drops" % (
+            self.stomped, self.may_stomp)
         for o in range(2):
             assert len(self.got[o]) == self.nexp[o], "port %d: %d frames, expected %d" % (
                 o, len(self.got[o]), self.nexp[o])
@@ -113,13 +134,15 @@ class TB:
         self.expected = [[[], []], [[], []]]
         self.nexp = [0, 0]
         self.got = [[], []]
+        self.stomped = [0, 0]
+        self.may_stomp = 0
 
     async def counters(self):
         c = {}
         names = ["rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_runt", "rx_bad_fcs",
                  "rx_oversize", "rx_overflow", "not_redirectable", "from_cache", "unassigned",
                  "cache_unknown", "gre_too_big", "gre_return", "redirect_l2", "redirect_gre",
-                 "learnt", "gre_return_bad"]
+                 "learnt", "gre_return_bad", "truncated"]
         for i, n in enumerate(names):
             c[n] = [await self.bus.read(R.PORTCNT_BASE + p * R.PORTCNT_STRIDE + i) for p in range(2)]
         c["slot_frames"] = []
@@ -155,6 +178,8 @@ def _match(exp, got):
 
 ROUTER_ID = 0x0A000001
 APPL_MAC = bytes.fromhex("020000000001")
+# model drop reasons that cut-through may turn into a stomped output frame
+STOMPABLE = ("rx_runt", "rx_bad_fcs", "rx_oversize", "truncated")
 
 
 class Scenario:
@@ -306,7 +331,7 @@ async def test_random_traffic(dut):
     for k in ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "rx_runt", "rx_bad_fcs", "rx_oversize"):
         assert c[k] == mc[k], (k, c[k], mc[k])
     for k in ("not_redirectable", "from_cache", "unassigned", "cache_unknown", "gre_too_big", "gre_return",
-              "redirect_l2", "redirect_gre", "gre_return_bad"):
+              "redirect_l2", "redirect_gre", "gre_return_bad", "truncated"):
         assert sum(c[k]) == mc[k], (k, c[k], mc[k])
     assert c["slot_frames"] == mc["slot_frames"], (c["slot_frames"], mc["slot_frames"])
     assert c["slot_bytes"] == mc["slot_bytes"]
@@ -507,6 +532,118 @@ async def test_overflow(dut):
     assert dropped > 0, "expected overflow drops"
     assert len(got) + dropped == 2 * n, (len(got), dropped)
     assert sum(c["redirect_gre"]) == len(got), c
+
+
+class EdgeLog:
+    """Cycle numbers of the GMII frame edges: rx_dv rising/falling, tx_en rising, per port."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.rx_start, self.rx_end, self.tx_start = [[], []], [[], []], [[], []]
+        cocotb.start_soon(self._run())
+
+    async def _run(self):
+        d = self.dut
+        sig = [(d.gmii0_rx_dv, d.gmii0_tx_en), (d.gmii1_rx_dv, d.gmii1_tx_en)]
+        prev = [[0, 0], [0, 0]]
+        cyc = 0
+        while True:
+            await RisingEdge(d.clk)
+            cyc += 1
+            for p in range(2):
+                dv, en = int(sig[p][0].value), int(sig[p][1].value)
+                if dv and not prev[p][0]:
+                    self.rx_start[p].append(cyc)
+                if not dv and prev[p][0]:
+                    self.rx_end[p].append(cyc)
+                if en and not prev[p][1]:
+                    self.tx_start[p].append(cyc)
+                prev[p] = [dv, en]
+
+
+@_test
+async def test_cut_through(dut):
+    """Cut-through on every path: one long frame at a time, its output frame starts on the
+    wire before its input frame has ended (pass-through, L2 rewrite, GRE, decapsulation),
+    byte for byte as the model says. A bad frame whose output has started is stomped (TX_ER
+    and a bad FCS: the next hop drops it), counted as a bad receive and not as a transmit; a
+    truncated datagram decided for a redirect is stomped and counted `truncated`; one decided
+    for plain forwarding is forwarded whole."""
+    from wccp_frames import with_fcs
+    from wccp_hw import Both
+    rng = random.Random(SEED + 13)
+    tb = TB(dut)
+    await tb.reset()
+    log = EdgeLog(dut)
+    model = ForwardingModel()
+    sc = Scenario(rng)
+    c = sc.caches
+    groups = [(0, {"service_type": 1, "service_id": 61, "priority": 2, "protocol": 6,
+                   "service_flags": 0x12, "ports": [80]},
+               [{"address": c[0], "forward": FWD_GRE, "ret": RET_GRE, "mac": sc.macs[0], "port": 1}],
+               ("hash", [0] * 256)),
+              (1, {"service_type": 1, "service_id": 62, "priority": 1, "protocol": 17,
+                   "service_flags": 0x2, "ports": []},
+               [{"address": c[1], "forward": FWD_L2, "ret": RET_L2, "mac": sc.macs[1], "port": 1}],
+               ("hash", [0] * 256))]
+    await program(Both(model, tb.hw), groups)
+    await tb.hw.arm(0)
+    await tb.hw.heartbeat()
+    model.arm(0)
+    model.heartbeat(now=0)
+    g = sc.gen
+    inner = bytes(IP(src="8.8.1.1", dst="192.168.1.9") / TCP(sport=80, dport=4000, flags="A") / Raw(bytes(900)))
+    paths = [("pass-through", 0, g.ip_frame(proto=6, dport=443, plen=(1000, 1000))),
+             ("L2", 0, g.ip_frame(proto=17, plen=(1000, 1000))),
+             ("GRE", 0, g.ip_frame(proto=6, dport=80, plen=(1000, 1000))),
+             ("decap", 1, g.gre_return(0, inner=inner))]
+    c0 = await tb.counters()
+    for name, port, f in paths:
+        n0 = [len(log.tx_start[o]) for o in range(2)]
+        e0 = len(log.rx_end[port])
+        await tb.send(port, with_fcs(f), model)
+        await tb.collect()
+        out = [o for o in range(2) if len(log.tx_start[o]) > n0[o]]
+        assert len(out) == 1, (name, out)
+        t_out, t_end = log.tx_start[out[0]][n0[out[0]]], log.rx_end[port][e0]
+        assert t_out < t_end, "%s: output started in cycle %d, after the input ended (%d)" % (name, t_out, t_end)
+        dut._log.info("%s: output frame started %d cycles before the input frame ended", name, t_end - t_out)
+    # bad FCS (the last payload byte flipped) on every path: stomped
+    for name, port, f in paths:
+        bad = bytearray(with_fcs(f))
+        bad[-5] ^= 0x40
+        s0 = sum(tb.stomped_total)
+        await tb.send(port, bytes(bad), model)
+        await tb.collect()
+        assert sum(tb.stomped_total) == s0 + 1, (name, tb.stomped_total)
+    # truncated datagrams: total length 200 beyond the frame
+    def trunc(f):
+        b = bytearray(f)
+        tl = (b[16] << 8 | b[17]) + 200
+        b[16:18] = bytes([tl >> 8, tl & 255])
+        b[24:26] = b"\x00\x00"
+        ck = 0
+        for i in range(14, 34, 2):
+            ck += b[i] << 8 | b[i + 1]
+        ck = (ck & 0xFFFF) + (ck >> 16)
+        ck = ~((ck & 0xFFFF) + (ck >> 16)) & 0xFFFF
+        b[24:26] = bytes([ck >> 8, ck & 255])
+        return with_fcs(bytes(b))
+    for name, port, f in paths[:3]:
+        s0 = sum(tb.stomped_total)
+        await tb.send(port, trunc(f), model)
+        await tb.collect()
+        assert sum(tb.stomped_total) == s0 + (name != "pass-through"), (name, tb.stomped_total)
+    c1 = await tb.counters()
+    d = {k: [c1[k][p] - c0[k][p] for p in range(2)] for k in ("rx_bad_fcs", "truncated", "not_redirectable",
+                                                             "tx_frames", "redirect_l2", "redirect_gre",
+                                                             "gre_return")}
+    assert d["rx_bad_fcs"] == [3, 1], d
+    assert d["truncated"] == [2, 0] and d["not_redirectable"] == [1, 0], d
+    assert sum(d["tx_frames"]) == 5, d          # 4 paths + the truncated pass-through
+    assert d["redirect_l2"] == [1, 0] and d["redirect_gre"] == [1, 0] and d["gre_return"] == [0, 1], d
+    mc = model.counters()
+    assert mc["truncated"] == 2 and mc["rx_bad_fcs"] == [3, 1], mc
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
