@@ -92,3 +92,16 @@ def test_show_renders_real_status(tmp_path):
         fw.stop()
     r = _wccp("show", "--host", RTR, "--port", str(PORT))
     assert r.returncode == 1 and "cannot read" in r.stderr and "wccp run" in r.stderr
+
+
+def test_show_dataplane_decision_counters():
+    st = {"router_id": RTR, "drops": {}, "groups": [],
+          "dataplane": {"not_redirectable": 7, "gre_return_bad": 2, "truncated": 3, "unassigned": 1}}
+    text = cmd_show.render(st)
+    assert "Packets not redirectable:         7" in text
+    assert "Data-plane packets dropped:       5" in text
+    assert "          gre_return_bad:                     2" in text
+    assert "          truncated:                          3" in text
+    # a data plane that raised (or none): no data-plane lines
+    for dp in ({"error": "OSError: spi"}, None):
+        assert "Data-plane packets dropped" not in cmd_show.render({"router_id": RTR, "dataplane": dp})

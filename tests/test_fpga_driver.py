@@ -505,6 +505,7 @@ def test_counters_sum_ports_and_clear(server):
     assert c["rx_frames"] == [regs.counters[P + R.CNT_RX_FRAMES], regs.counters[P + 0x20 + R.CNT_RX_FRAMES]]
     assert c["redirect_gre"] == regs.counters[P + R.CNT_REDIRECT_GRE] + regs.counters[P + 0x20 + R.CNT_REDIRECT_GRE]
     assert c["gre_return_bad"] == regs.counters[P + R.CNT_GRE_RETURN_BAD] + regs.counters[P + 0x20 + R.CNT_GRE_RETURN_BAD]
+    assert c["truncated"] == regs.counters[P + R.CNT_TRUNCATED] + regs.counters[P + 0x20 + R.CNT_TRUNCATED] > 0
     assert c["learnt"][1] == regs.counters[P + 0x20 + R.CNT_LEARNT]
     S = R.SLOTCNT_BASE + 3 * R.SLOTCNT_STRIDE
     assert c["slot_frames"][3] == regs.counters[S] + regs.counters[S + 2]
@@ -520,7 +521,7 @@ def test_counters_sum_ports_and_clear(server):
     c2 = dp.counters()
     assert c2["rx_frames"] == [5, 0]
     assert c2["tx_bytes"][0] == (3 - c["tx_bytes"][0]) & 0xFFFFFFFF
-    assert c2["redirect_gre"] == 0 and sum(map(sum, c2["bucket_hits"])) == 0
+    assert c2["redirect_gre"] == 0 and c2["truncated"] == 0 and sum(map(sum, c2["bucket_hits"])) == 0
     dp.t.close()
 
 

@@ -2,8 +2,10 @@
 
 Randomised traffic built with scapy goes through wccp.fwdmodel.ForwardingModel; every GRE
 redirect must parse in scapy with a correct outer IPv4 checksum, GRE protocol 0x883E, the
-redirect header we expect and the original IP packet byte for byte; tshark must decode
-the WCCP redirect header fields with no malformed packets or expert warnings.
+redirect header we expect and the original IP packet byte for byte, followed by whatever
+followed the datagram in the input frame (Ethernet padding, a trailer: decision D14 of
+wccp.fwdmodel); tshark must decode the WCCP redirect header fields with no malformed
+packets or expert warnings, trailers included.
 """
 import random
 import shutil
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 from scapy.layers.inet import GRE, ICMP, IP, TCP, UDP, IPOption_Router_Alert
 from scapy.layers.l2 import Dot1Q, Ether
-from scapy.packet import Raw
+from scapy.packet import Padding, Raw
 from scapy.utils import PcapWriter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "firmware"))
@@ -92,11 +94,15 @@ def with_dport(pkt, dport):
 
 
 def frame_for(rng, pkt):
+    """An Ethernet frame (with FCS) for pkt, sometimes tagged, sometimes with a trailer of
+    random bytes after the datagram (up to the largest frame), padded to 60."""
     if rng.random() < 0.3:
         eth = Ether(dst="02:00:00:00:00:9a", src="02:00:00:00:00:c1") / Dot1Q(vlan=rng.randrange(1, 4095)) / pkt
     else:
         eth = Ether(dst="02:00:00:00:00:9a", src="02:00:00:00:00:c1") / pkt
     raw = bytes(eth)
+    if rng.random() < 0.3:
+        raw += bytes(rng.randrange(256) for _ in range(min(rng.choice([1, 4, 13, 40]), 1518 - len(raw))))
     if len(raw) < 60:
         raw += b"\x00" * (60 - len(raw))
     return with_fcs(raw)
@@ -104,6 +110,11 @@ def frame_for(rng, pkt):
 
 def check_gre_output(frame_in, pkt, out, d, stype, sid):
     assert zlib.crc32(out[:-4]) & 0xFFFFFFFF == struct.unpack("<I", out[-4:])[0]
+    l3 = 18 if Dot1Q in Ether(frame_in[:-4]) else 14
+    # after the datagram: the input's bytes after it up to its FCS, at most 1472 copied in all
+    trailer = frame_in[l3 + len(pkt):-4][:1472 - len(pkt)]
+    assert out[l3 + 28 + len(pkt):-4] == trailer
+    assert len(out) - 4 == l3 + 28 + len(pkt) + len(trailer) <= l3 + 1500
     e = Ether(out[:-4])
     assert bytes.fromhex(e.dst.replace(":", "")) == CACHE_MACS[d.cache]
     assert bytes.fromhex(e.src.replace(":", "")) == APP_MAC
@@ -134,7 +145,7 @@ def check_gre_output(frame_in, pkt, out, d, stype, sid):
 def test_gre_redirects_parse_in_scapy():
     rng = random.Random(4242)
     m = make_model(rng)
-    seen = {"alt": 0, "prim": 0, "normal": 0}
+    seen = {"alt": 0, "prim": 0, "normal": 0, "trailer": 0}
     for _ in range(300):
         pkt = random_packet(rng)
         f = frame_for(rng, pkt)
@@ -148,6 +159,7 @@ def test_gre_redirects_parse_in_scapy():
             # bucket is the WCCP fold of src ^ dst (the service's primary flags)
             assert d.bucket == fold(ip2int(pkt.src) ^ ip2int(pkt.dst))
             seen["alt" if d.alt_used else "prim"] += 1
+            seen["trailer"] += len(f) - 4 > max(60, (18 if Dot1Q in Ether(f) else 14) + len(pkt))
         else:
             assert out == f and port == 1
             seen["normal"] += 1
@@ -206,7 +218,13 @@ def test_l2_redirect_and_gre_return_with_scapy():
     e = Ether(out[:-4])
     assert e.dst == "02:00:00:00:00:77" and e.src == "02:00:00:00:00:01" and e.type == 0x0800
     assert bytes(e[IP])[:len(inner)] == bytes(inner)
-    assert m.counters()["gre_return"] == 1
+    # with an Ethernet trailer after the outer datagram: copied behind the inner one, which
+    # still parses (scapy keeps the trailer as padding)
+    [(port, out)] = m.process(0, with_fcs(bytes(ret) + b"trailer!"))
+    e = Ether(out[:-4])
+    assert bytes(e[IP])[:len(inner)] == bytes(inner) and e[TCP].flags == "SA"
+    assert e[Padding].load == b"trailer!" and out[14 + len(inner):-4] == b"trailer!"
+    assert m.counters()["gre_return"] == 2
 
 
 def _tshark():
@@ -343,10 +361,13 @@ def test_invariants_random_tables_and_frames(data):
         assert after["rx_frames"][port] == before["rx_frames"][port] + 1
         if d.action == "drop":
             assert outs == []
-            if d.reason == "gre_return_bad":
+            if isinstance(after[d.reason], int):            # gre_return_bad, truncated
                 assert after[d.reason] == before[d.reason] + 1
             else:
                 assert after[d.reason][port] == before[d.reason][port] + 1
+            if d.reason == "truncated":                     # D15: the datagram is cut by the frame end
+                src_ip = Ether(f[:-4])[IP]
+                assert src_ip.len > len(bytes(src_ip)), (src_ip.len, len(f))
             continue
         [(o, out)] = outs
         assert o == d.out_port
@@ -364,10 +385,15 @@ def test_invariants_random_tables_and_frames(data):
             src_ip = Ether(f[:-4])[IP]
             assert inner == bytes(src_ip)[:src_ip.len]
             assert outer.len <= m._live.mtu
+            l3 = 18 if Dot1Q in Ether(f[:-4]) else 14
+            assert out[l3 + 28:-4] == f[l3:-4][:1472]      # datagram, then padding / trailer (D14)
         elif d.action == "redirect_l2":
             assert out[12:-4] == f[12:-4] and out[:6] in CACHE_MACS
         else:
             assert d.action == "decap" and o == port ^ 1
             assert Ether(out[:-4]).type == 0x0800
+            l3 = 18 if Dot1Q in Ether(f[:-4]) else 14
+            rest = f[d.inner:-4]                            # inner datagram and all after it (D14)
+            assert out[l3:-4] == rest + b"\x00" * (len(out) - 4 - l3 - len(rest)) and len(out) == max(64, l3 + len(rest) + 4)
         if isinstance(after.get(d.reason), int):
             assert after[d.reason] == before[d.reason] + 1, d

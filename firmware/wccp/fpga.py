@@ -54,9 +54,9 @@ _PORT_TOTALS = (
     ("unassigned", R.CNT_UNASSIGNED), ("cache_unknown", R.CNT_CACHE_UNKNOWN),
     ("gre_too_big", R.CNT_GRE_TOO_BIG), ("gre_return", R.CNT_GRE_RETURN),
     ("redirect_l2", R.CNT_REDIRECT_L2), ("redirect_gre", R.CNT_REDIRECT_GRE),
-    ("gre_return_bad", R.CNT_GRE_RETURN_BAD),
+    ("gre_return_bad", R.CNT_GRE_RETURN_BAD), ("truncated", R.CNT_TRUNCATED),
 )
-_PORTCNT_WORDS = const(0x12)
+_PORTCNT_WORDS = const(0x13)      # offsets 0 .. CNT_TRUNCATED
 
 
 class FpgaError(OSError):

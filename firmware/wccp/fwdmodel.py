@@ -19,12 +19,15 @@ implements the same:
     ``rx_overflow`` exists for parity with the FPGA (egress FIFO overflow) and is always 0
     in the model.
  D3 Decision order: rx checks; Ethernet (not IPv4: normal, uncounted); IPv4 validity
-    (invalid: normal, ``not_redirectable`` only while redirection is enabled); learning;
+    (invalid: normal, ``not_redirectable`` only while redirection is enabled; a datagram
+    longer than the frame: D15); learning;
     GRE return; watchdog (fail-open); slots; exclusions; assignment; cache resolution;
     method. While redirection is disabled no classification counter moves. Redirection
     needs arm() once and then heartbeats (D11): the control plane must call arm().
- D4 "Valid for redirect" TCP/UDP ports must lie inside the IP total length (Ethernet
-    padding does not count).
+ D4 "Valid for redirect": version 4, IHL >= 5, total length (tl) >= IHL * 4, not a fragment
+    (MF clear, offset 0; DF and the reserved bit are ignored), TCP/UDP ports inside the IP
+    total length (Ethernet padding does not count), and the datagram inside the frame
+    (l3 + tl <= n - 4; otherwise D15).
  D5 The port list is consulted only when the SLOT's protocol is 6 or 17 and PORTS_DEFINED
     is set; a slot with protocol 0 matches every protocol and ignores the port list. A
     packet port of 0 never matches (0 marks unused list entries).
@@ -70,10 +73,41 @@ implements the same:
  D12 mtu must be 68..1500, so a GRE frame never exceeds 1522 bytes (1518 untagged).
  D13 Frames are emitted on the paired port p ^ 1 for normal forwarding and decap; NUM_PORTS
     must be even.
+ D14 Outputs (n = input length with FCS, l3 = 14 or 18 with an 802.1Q tag; every output
+    gets a new FCS). Normal forwarding: the input unchanged. L2 redirect: the input with
+    destination MAC := cache MAC and source MAC := router MAC (same length, padding and
+    trailer kept). GRE redirect: MACs as for L2, the tag as received, ethertype IPv4, outer
+    IPv4 (20 bytes, total length tl + 28, DF, TTL 64, protocol 47, router id -> cache),
+    GRE (0x0000, 0x883E) and the redirect header, then input[l3 : n - 4]: the datagram AND
+    whatever follows it up to the FCS (Ethernet padding, a trailer; receivers ignore bytes
+    after the outer IP total length), clipped so the output without FCS is at most
+    l3 + 1500 bytes (1514 untagged, 1518 tagged), i.e. at most 1472 input bytes; the MTU
+    check is on the datagram only (tl + 28 > mtu: ``gre_too_big``). Decapsulation: an
+    l3-byte Ethernet header (next-hop MAC of the egress port or the input's destination
+    MAC, router MAC, the tag as received, ethertype IPv4), then input[inner : n - 4]: the
+    inner datagram and everything after it up to the FCS (the rest of the outer datagram,
+    padding, a trailer), padded to 60 bytes. (An output copies the input up to its frame
+    end, never up to an IP length: the FPGA sends it cut-through, before the frame's end
+    and status are known.)
+ D15 Truncated datagram: the IPv4 header is otherwise valid for redirect (D4) but
+    ip_end = l3 + tl lies beyond end = n - 4. Its *header point* is l4 + 12 for GRE
+    (protocol 47) and l4 + 4 for every other protocol (l4 = l3 + IHL * 4). If the header
+    point lies beyond end, the frame is not valid for redirect (D3: normal forwarding,
+    ``not_redirectable`` while enabled, ``disabled`` otherwise). Otherwise it is decided as
+    if it were complete (all the fields the decision reads lie before end) but WITHOUT
+    learning: a decision to redirect (L2 or GRE), to decapsulate, or to drop
+    (``gre_return_bad``) becomes a DROP counted ``truncated`` (a total) and nothing else (no
+    slot, cache, bucket or tx counter; the FPGA has started the output and ends it with an
+    inverted FCS and TX_ER); any forward decision (``from_cache``, ``unassigned``,
+    ``cache_unknown``, ``gre_too_big``, ``no_match``, ``disabled``) is normal forwarding
+    counted ``not_redirectable`` while enabled, ``disabled`` (uncounted) otherwise, exactly as
+    an invalid frame. GRE return traffic is decided while redirection is disabled too, so a
+    truncated GRE return is dropped in fail-open as well.
 
 Counters (``counters()`` dict): per port lists ``rx_frames rx_bytes tx_frames tx_bytes
 rx_runt rx_bad_fcs rx_oversize rx_overflow learnt``; totals ``not_redirectable gre_return
-gre_return_bad from_cache unassigned cache_unknown redirect_l2 redirect_gre gre_too_big``; per slot lists
+gre_return_bad from_cache unassigned cache_unknown redirect_l2 redirect_gre gre_too_big
+truncated`` (decision counters: per receive port in the FPGA, summed by its driver); per slot lists
 ``slot_frames slot_bytes``; per slot x cache ``cache_frames cache_bytes`` (8 lists of 32);
 per slot x bucket ``bucket_hits`` (8 lists of 256). ``wccp.fpga.FpgaDataPlane.counters()``
 returns the same keys.
@@ -111,6 +145,7 @@ ETH_IPV4 = const(0x0800)
 GRE_PROTO_WCCP = const(0x883E)
 GRE_OVERHEAD = const(28)        # outer IPv4 20 + GRE 4 + redirect header 4
 MIN_PAYLOAD = const(60)         # Ethernet frame without FCS is padded to this
+GRE_MAX_COPY = const(1472)      # input bytes a GRE output carries at most (MAX_MTU - 28)
 
 # Redirect header flag bits (wccp2-reference.md 9: Wireshark numbering).
 RH_DYNAMIC = const(0x01)
@@ -264,8 +299,8 @@ class Decision:
 
     action: 'drop' | 'forward' | 'redirect_gre' | 'redirect_l2' | 'decap'
     reason: the counter it bumps (rx_runt, rx_bad_fcs, rx_oversize, gre_return,
-      gre_return_bad, not_redirectable, from_cache, unassigned, cache_unknown, gre_too_big,
-      redirect_gre, redirect_l2) or, for uncounted normal forwarding, 'not_ipv4',
+      gre_return_bad, truncated, not_redirectable, from_cache, unassigned, cache_unknown,
+      gre_too_big, redirect_gre, redirect_l2) or, for uncounted normal forwarding, 'not_ipv4',
       'disabled' (fail-open), 'no_match'.
     out_port: egress port (None for drop); slot/cache: matched slot and chosen cache index;
     bucket/alt_bucket: primary and alternate bucket (hash assignment); alt_used.
@@ -446,7 +481,7 @@ class ForwardingModel(DataPlane):
                   "rx_oversize", "rx_overflow", "learnt"):
             c[k] = [0] * np_
         for k in ("not_redirectable", "gre_return", "gre_return_bad", "from_cache", "unassigned",
-                  "cache_unknown", "redirect_l2", "redirect_gre", "gre_too_big"):
+                  "cache_unknown", "redirect_l2", "redirect_gre", "gre_too_big", "truncated"):
             c[k] = 0
         c["slot_frames"] = [0] * MAX_GROUPS
         c["slot_bytes"] = [0] * MAX_GROUPS
@@ -498,7 +533,6 @@ class ForwardingModel(DataPlane):
             return Decision("drop", "rx_bad_fcs")
         if n > MAX_FRAME:
             return Decision("drop", "rx_oversize")
-        t = self._live
         out = port ^ 1
         end = n - 4
         # Ethernet, one optional 802.1Q tag
@@ -517,16 +551,33 @@ class ForwardingModel(DataPlane):
         ip_end = l3 + tl
         proto = frame[l3 + 9]
         l4 = l3 + ihl
-        valid = (vihl >> 4) == 4 and ihl >= 20 and tl >= ihl and ip_end <= end \
+        valid = (vihl >> 4) == 4 and ihl >= 20 and tl >= ihl \
             and (((frame[l3 + 6] << 8) | frame[l3 + 7]) & 0x3FFF) == 0
-        sport = dport = 0
-        if valid and (proto == 6 or proto == 17):
-            if l4 + 4 <= ip_end:
-                sport, dport = struct.unpack_from(">HH", frame, l4)
-            else:
+        if valid and (proto == 6 or proto == 17) and l4 + 4 > ip_end:
+            valid = False       # ports not inside the total length (D4)
+        trunc = False
+        if valid and ip_end > end:
+            # truncated datagram (D15): decided only when its header point is in the frame
+            if l4 + (12 if proto == 47 else 4) > end:
                 valid = False
+            else:
+                trunc = True
         if not valid:
             return Decision("forward", "not_redirectable" if enabled else "disabled", out)
+        d = self._decide_ip(port, frame, learn and not trunc, enabled, out, l3, l4, tl, proto)
+        if trunc:
+            if d.action == "forward":
+                return Decision("forward", "not_redirectable" if enabled else "disabled", out)
+            return Decision("drop", "truncated")
+        return d
+
+    def _decide_ip(self, port, frame, learn, enabled, out, l3, l4, tl, proto):
+        """The decision for a valid-for-redirect IPv4 frame (D3 from learning on)."""
+        t = self._live
+        ip_end = l3 + tl
+        sport = dport = 0
+        if proto == 6 or proto == 17:
+            sport, dport = struct.unpack_from(">HH", frame, l4)
         src, dst = struct.unpack_from(">II", frame, l3 + 12)
         if learn:
             self._learn(port, frame, src)
@@ -645,10 +696,10 @@ class ForwardingModel(DataPlane):
         reason = d.reason
         act = d.action
         if act == "drop":
-            if reason == "gre_return_bad":
-                c[reason] += 1
-            else:
+            if isinstance(c[reason], list):
                 c[reason][port] += 1        # rx_runt, rx_bad_fcs, rx_oversize
+            else:
+                c[reason] += 1              # gre_return_bad, truncated
             return []
         if reason in c:
             c[reason] += 1
@@ -689,7 +740,9 @@ class ForwardingModel(DataPlane):
         c = sl.caches[d.cache]
         l3 = d.l3
         tl = d.ip_len
-        total = l3 + GRE_OVERHEAD + tl     # l3 covers MACs, tag and ethertype
+        # the datagram and whatever follows it up to the FCS, at most GRE_MAX_COPY bytes (D14)
+        cl = min(len(frame) - 4 - l3, GRE_MAX_COPY)
+        total = l3 + GRE_OVERHEAD + cl     # l3 covers MACs, tag and ethertype
         buf = bytearray(max(total, MIN_PAYLOAD))
         buf[0:6] = self._loc[d.slot][d.cache][0]
         buf[6:12] = t.mac
@@ -711,13 +764,13 @@ class ForwardingModel(DataPlane):
         buf[o + 6] = d.alt_bucket if d.alt_used else 0
         buf[o + 7] = d.bucket if d.bucket is not None else 0
         o += 8
-        buf[o:o + tl] = frame[l3:l3 + tl]
+        buf[o:o + cl] = frame[l3:l3 + cl]
         return bytes(buf) + fcs(buf)
 
     def _build_decap(self, frame, d):
         t = self._live
         l3 = d.l3
-        il = d.inner_len
+        il = len(frame) - 4 - d.inner     # inner datagram and everything after it (D14)
         buf = bytearray(max(l3 + il, MIN_PAYLOAD))
         nh = t.next_hop[d.out_port]
         buf[0:6] = nh if nh is not None else frame[0:6]
@@ -855,7 +908,7 @@ class ModelRegisterFile:
                       R.CNT_UNASSIGNED: "unassigned", R.CNT_CACHE_UNKNOWN: "cache_unknown",
                       R.CNT_GRE_TOO_BIG: "gre_too_big", R.CNT_GRE_RETURN: "gre_return",
                       R.CNT_REDIRECT_L2: "redirect_l2", R.CNT_REDIRECT_GRE: "redirect_gre",
-                      R.CNT_GRE_RETURN_BAD: "gre_return_bad"}
+                      R.CNT_GRE_RETURN_BAD: "gre_return_bad", R.CNT_TRUNCATED: "truncated"}
             if off in lists:
                 return c[lists[off]][p] & 0xFFFFFFFF
             if off in totals:

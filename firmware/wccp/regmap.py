@@ -140,6 +140,7 @@ CNT_REDIRECT_L2 = const(0xE)  # offset in block
 CNT_REDIRECT_GRE = const(0xF)  # offset in block
 CNT_LEARNT = const(0x10)  # offset in block
 CNT_GRE_RETURN_BAD = const(0x11)  # offset in block
+CNT_TRUNCATED = const(0x12)  # offset in block
 
 # SLOTCNT
 SLOTCNT_BASE = const(0x010400)

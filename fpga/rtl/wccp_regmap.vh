@@ -135,6 +135,7 @@
 `define WCCP_CNT_REDIRECT_GRE 15
 `define WCCP_CNT_LEARNT 16
 `define WCCP_CNT_GRE_RETURN_BAD 17
+`define WCCP_CNT_TRUNCATED 18
 
 // block SLOTCNT: Per-slot counters, per receive port (sum over ports).
 `define WCCP_SLOTCNT_BASE 24'h010400

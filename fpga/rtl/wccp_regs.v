@@ -107,8 +107,9 @@ module wccp_regs #(
     wire        in_masktab = z_masktab;
     wire        in_cc = z_cc;
     wire        in_bc = z_bc;
-    // PORTCNT: a[5] port, a[4:0] offset (0/1 rx, 2/3 tx, 4.. single) ; SLOTCNT: a[6:4] slot, a[1] port, a[0] bytes
-    wire        in_pc = z_pc && (a[4:0] < 5'd18);
+    // PORTCNT: a[5] port, a[4:0] offset (0/1 rx, 2/3 tx, 4..17 single: stats word p*16 + offset - 2,
+    // 18 truncated: stats word 48 + p) ; SLOTCNT: a[6:4] slot, a[1] port, a[0] bytes
+    wire        in_pc = z_pc && (a[4:0] < 5'd19);
     wire        in_sc = z_sc && (a[3:2] == 2'd0);
     wire        in_st = in_pc || in_sc;
     wire [3:0]  pc_m2 = a[3:0] - 4'd2;   // offset - 2 (offsets 4..17)
@@ -142,8 +143,10 @@ module wccp_regs #(
         cc_rd <= p_rd && in_cc && !rst;
         bc_rd <= p_rd && in_bc && !rst;
         st_rd <= p_rd && in_st && !rst;
-        // (PORTCNT and SLOTCNT differ in a[10]: the word index needs no block decode)
+        // (PORTCNT and SLOTCNT differ in a[10]: the word index needs no block decode; among
+        // the PORTCNT offsets 0..18 only 18 has a[4] and a[1] set)
         st_word <= a[10] ? {2'b10, a[6:4], a[1]} :
+                   (a[4] && a[1]) ? {5'b11000, a[5]} :
                    {1'b0, a[5], (a[4:0] < 5'd4) ? {3'd0, a[1]} : pc_m2[3:0]};
         st_hi <= (a[10] || a[4:0] < 5'd4) ? a[0] : 1'b0;
         if (rst) begin

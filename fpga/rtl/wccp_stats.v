@@ -1,6 +1,7 @@
 // Port and slot counters in block RAM ({bytes[31:0], frames[31:0]} per word).
 //   word p*16 + 0 rx, 1 tx, 2 runt, 3 bad_fcs, 4 oversize, 5 overflow, 6..15 causes 0..9
 //   word 32 + slot*2 + port: slot matches
+//   word 48 + port: cause 10 (truncated); words 50..63 unused (cleared, read as 0)
 // Events are kept per source and folded into the RAM by one read-modify-write pipeline
 // (read, output register, add, write: 4 cycles) that starts up to three operations every
 // four cycles. A fixed wheel gives every source its own turns, 4 cycles apart:
@@ -17,7 +18,8 @@
 //   tx      one pending {len} (frames >= 84 cycles apart)
 //   dec     16-entry FIFO of {causes, slot, slot index, bytes}: one RAM operation per cause
 //           bit and one for the slot, one every 4 cycles (a decision that raises events is
-//           >= 24 cycles and raises at most three: learn, slot, cause; the FIFO absorbs bursts)
+//           >= 24 cycles and raises at most three: learn, slot, cause; the FIFO absorbs bursts;
+//           a truncated frame's decision raises its cause alone)
 // After reset the RAM is cleared (64 cycles) while the sources collect events.
 // Host reads: rd/rd_word/rd_hi; rdata/rvalid four cycles later (five when the read met a
 // write of the same word), 0 until the RAM is cleared. One read at a time (wait for rvalid).
@@ -31,7 +33,7 @@ module wccp_stats (
     input  wire [7:0]  ev_drop,      // per port {overflow, oversize, bad_fcs, runt}
     input  wire [1:0]  ev_tx,
     input  wire [23:0] ev_tx_len,
-    input  wire [21:0] ev_cause,     // per port 11 bits (wccp_decide cause order, bit 10 unused)
+    input  wire [21:0] ev_cause,     // per port 11 bits (wccp_decide cause order)
     input  wire [1:0]  ev_slot,
     input  wire [5:0]  ev_slot_idx,
     input  wire [23:0] ev_bytes,
@@ -41,8 +43,6 @@ module wccp_stats (
     output reg  [31:0] rdata,
     output reg         rvalid
 );
-    wire unused_cause = &{1'b0, ev_cause[21], ev_cause[10]};
-
     // two or more of five bits set
     function two5(input [4:0] x);
         two5 = (x[0] & (x[1] | x[2] | x[3] | x[4])) | (x[1] & (x[2] | x[3] | x[4])) |
@@ -132,21 +132,21 @@ module wccp_stats (
 
             // decision FIFO (distributed RAM, registered head)
             // the decision event is registered first (it comes from the engine, far away)
-            reg  [25:0] e_rec;
+            reg  [26:0] e_rec;
             reg         e_any;
             always @(posedge clk) begin
-                e_rec <= {ev_cause[p*11 +: 10], ev_slot[p], ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
-                e_any <= !rst && (ev_slot[p] || (|ev_cause[p*11 +: 10]));
+                e_rec <= {ev_cause[p*11 +: 11], ev_slot[p], ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
+                e_any <= !rst && (ev_slot[p] || (|ev_cause[p*11 +: 11]));
             end
-            reg  [25:0] fm [0:15];
+            reg  [26:0] fm [0:15];
             reg  [4:0]  fw, fr;
             always @(posedge clk) begin
                 if (e_any)
                     fm[fw[3:0]] <= e_rec;
             end
-            wire [25:0] fh = fm[fr[3:0]];
+            wire [26:0] fh = fm[fr[3:0]];
             reg         hv;           // head holds a record with something left to count
-            reg  [9:0]  hc;           // head: cause bits not yet counted
+            reg  [10:0] hc;           // head: cause bits not yet counted
             reg         hs;           // head: slot match not yet counted
             reg  [2:0]  hsi;
             reg  [11:0] hb;
@@ -163,44 +163,46 @@ module wccp_stats (
             integer k;
             always @(*) begin
                 ci = 4'd0;
-                for (k = 9; k >= 0; k = k - 1)
+                for (k = 10; k >= 0; k = k - 1)
                     if (hc[k]) ci = k[3:0];
-                multi = (|hc[4:0] && |hc[9:5]) || two5(hc[4:0]) || two5(hc[9:5]);
+                multi = (|hc[4:0] && |hc[9:5]) || two5(hc[4:0]) || two5(hc[9:5]) ||
+                        (hc[10] && |hc[9:0]);
             end
-            reg  [3:0]  cw;           // 6 + ci: word offset of the cause counter
+            reg  [5:0]  cw;           // word of the cause counter: p*16 + 6 + ci, 48 + p for 10
             always @(*) begin
                 case (ci)
-                4'd0: cw = 4'd6;
-                4'd1: cw = 4'd7;
-                4'd2: cw = 4'd8;
-                4'd3: cw = 4'd9;
-                4'd4: cw = 4'd10;
-                4'd5: cw = 4'd11;
-                4'd6: cw = 4'd12;
-                4'd7: cw = 4'd13;
-                4'd8: cw = 4'd14;
-                default: cw = 4'd15;
+                4'd0: cw = {1'b0, base[4], 4'd6};
+                4'd1: cw = {1'b0, base[4], 4'd7};
+                4'd2: cw = {1'b0, base[4], 4'd8};
+                4'd3: cw = {1'b0, base[4], 4'd9};
+                4'd4: cw = {1'b0, base[4], 4'd10};
+                4'd5: cw = {1'b0, base[4], 4'd11};
+                4'd6: cw = {1'b0, base[4], 4'd12};
+                4'd7: cw = {1'b0, base[4], 4'd13};
+                4'd8: cw = {1'b0, base[4], 4'd14};
+                4'd9: cw = {1'b0, base[4], 4'd15};
+                default: cw = {5'b11000, base[4]};
                 endcase
             end
             reg  hcz;                 // hc == 0 (registered)
             always @(posedge clk) begin
                 if (rst) begin
                     fw <= 5'd0; fr <= 5'd0;
-                    hv <= 1'b0; hc <= 10'd0; hcz <= 1'b1; hs <= 1'b0; hsi <= 3'd0;
+                    hv <= 1'b0; hc <= 11'd0; hcz <= 1'b1; hs <= 1'b0; hsi <= 3'd0;
                     nf <= 1'b0; nc <= 1'b0; ns <= 1'b0; nl <= 1'b0;
                     na <= 6'd0; nb <= 12'd0;
                 end else begin
                     if (e_any && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
                     if (t_dec && nf) begin
                         if (nc) begin
-                            hc <= hc & (hc - 10'd1);
+                            hc <= hc & (hc - 11'd1);
                             hcz <= !multi;
                         end
                         if (ns) hs <= 1'b0;
                         if (nl) hv <= 1'b0;
                     end else if (!hv && fw != fr) begin
                         {hc, hs, hsi, hb} <= fh;
-                        hcz <= (fh[25:16] == 10'd0);
+                        hcz <= (fh[26:16] == 11'd0);
                         hv <= 1'b1;
                         fr <= fr + 5'd1;
                     end
@@ -208,7 +210,7 @@ module wccp_stats (
                     nc <= !hcz;
                     ns <= hcz && hs;
                     nl <= hcz || (!multi && !hs);
-                    na <= hcz ? {2'b10, hsi, base[4]} : {1'b0, base[4], cw};
+                    na <= hcz ? {2'b10, hsi, base[4]} : cw;
                     nb <= (hcz && hs) ? hb : 12'd0;
                 end
             end

@@ -42,6 +42,22 @@ def _row(label, value, width=38):
     return "        %-*s%s" % (width, label + ":", value)
 
 
+# Data-plane decision counters shown in the summary (totals; docs/regmap.md PORTCNT):
+# packets forwarded normally because they were not valid for redirect, and packets dropped
+# by a decision (GRE return with a bad inner packet; a truncated datagram cut through).
+DP_DROPS = ("gre_return_bad", "truncated")
+
+
+def render_dataplane(dp):
+    if not isinstance(dp.get("not_redirectable"), int):
+        return []           # no data-plane counters (or the data plane raised)
+    out = [_row("Packets not redirectable", dp["not_redirectable"], 34),
+           _row("Data-plane packets dropped", sum(dp.get(k, 0) for k in DP_DROPS), 34)]
+    for k in DP_DROPS:
+        out.append("          %-36s%d" % (k + ":", dp.get(k, 0)))
+    return out
+
+
 def render_summary(st, groups=None):
     out = ["Global WCCP information:", "    Router information:",
            _row("Router Identifier", st.get("router_id", "?"), 34),
@@ -57,6 +73,7 @@ def render_summary(st, groups=None):
     for k in sorted(drops):
         out.append("          %-36s%d" % (k + ":", drops[k]))
     dp = st.get("dataplane") or {}
+    out.extend(render_dataplane(dp))
     for g in st.get("groups", []):
         if groups is not None and g["service_id"] not in groups:
             continue

@@ -135,11 +135,20 @@ def one(outs):
     return outs[0]
 
 
-def expected_gre(inner, cache_ip=CACHE_IP, cache_mac=CACHE_MAC, flags=0x01, sid=90, alt=0, prim=0, vlan=None):
+def expected_gre(inner, cache_ip=CACHE_IP, cache_mac=CACHE_MAC, flags=0x01, sid=90, alt=0, prim=0, vlan=None,
+                 trailer=b""):
+    """The GRE output for datagram inner; trailer: the input's bytes after the datagram up to
+    its FCS (padding, a trailer), copied behind it (D14)."""
     outer = bytearray(struct.pack(">BBHHHBBHII", 0x45, 0, len(inner) + 28, 0, 0x4000, 64, 47, 0, ROUTER_ID, cache_ip))
     struct.pack_into(">H", outer, 10, csum(bytes(outer)))
-    payload = bytes(outer) + b"\x00\x00\x88\x3e" + bytes([flags, sid, alt, prim]) + inner
+    payload = bytes(outer) + b"\x00\x00\x88\x3e" + bytes([flags, sid, alt, prim]) + inner + trailer
     return eth(payload, dst=cache_mac, src=APP_MAC, vlan=vlan)
+
+
+def padding_of(f, l3=14):
+    """The bytes of frame f (with FCS) after its IPv4 datagram, up to the FCS."""
+    tl = (f[l3 + 2] << 8) | f[l3 + 3]
+    return f[l3 + tl:len(f) - 4]
 
 
 # --- CRC / helpers ----------------------------------------------------------------------
@@ -265,31 +274,26 @@ def test_fragments_not_redirected_but_df_is():
     assert d.action == "redirect_gre"
 
 
-def test_truncated_ip_and_ports():
+def test_invalid_ip_lengths_and_ports():
     m = model()
-    p = http()
-    # total length claims more than the frame holds
-    _not_redirectable(m, eth(http(tot_len=len(p) + 1)))
     # total length shorter than IHL*4
     _not_redirectable(m, eth(http(tot_len=19)))
     # TCP header cut: only 2 bytes of ports inside total length, padding follows
     short = ipv4(CLIENT_IP, SERVER_IP, 6, b"\x9c\x40", tot_len=22)
     _not_redirectable(m, eth(short))
-    # a frame cut in the middle of the IP packet (FCS recomputed over what is left)
-    f = eth(http(payload=b"z" * 200))
-    _not_redirectable(m, add_fcs(f[:100]))
-    assert m.counters()["redirect_gre"] == 0
+    assert m.counters()["redirect_gre"] == 0 and m.counters()["truncated"] == 0
 
 
-def test_tcp_ports_exactly_present_and_padding_ignored():
-    # 24-byte IP packet: header + the 4 port bytes only; Ethernet padding behind it
+def test_tcp_ports_exactly_present_and_padding_not_part_of_the_datagram():
+    # 24-byte IP packet: header + the 4 port bytes only; Ethernet padding behind it (copied
+    # into the GRE output behind the datagram, outside the outer total length)
     m = model()
     pkt = ipv4(CLIENT_IP, SERVER_IP, 6, struct.pack(">HH", 40000, 80))
     f = eth(pkt)
     d = m.decide(0, f)
     assert d.action == "redirect_gre"
     out = one(m.process(0, f))[1]
-    assert out == expected_gre(pkt, prim=fold(SERVER_IP))
+    assert out == expected_gre(pkt, prim=fold(SERVER_IP), trailer=b"\x00" * 22)
 
 
 def test_ip_options_skipped():
@@ -683,14 +687,14 @@ def test_l2_rewrite_exact():
     assert c["redirect_l2"] == 1 and c["cache_bytes"][0][0] == len(f) and c["tx_frames"] == [0, 1]
 
 
-def test_gre_encapsulation_exact_and_padding_dropped():
+def test_gre_encapsulation_exact_and_padding_copied():
     m = model()
     pkt = http(payload=b"")                  # 40-byte IP: Ethernet padding behind it
     f = eth(pkt)
     assert len(f) == 64
     out = one(m.process(0, f))
-    exp = expected_gre(pkt, prim=fold(SERVER_IP))
-    assert out == (1, exp)
+    exp = expected_gre(pkt, prim=fold(SERVER_IP), trailer=b"\x00" * 6)
+    assert out == (1, exp) and len(exp) == 64 + 28
     o = out[1]
     assert o[12:14] == b"\x08\x00" and o[14] == 0x45 and o[23] == 47 and o[22] == 64
     assert struct.unpack(">H", o[16:18])[0] == len(pkt) + 28
@@ -741,10 +745,11 @@ def test_gre_return_decap_with_and_without_redirect_header():
     # next-hop MAC for the egress port, VLAN tag kept, short inner padded to 60
     m.set_next_hop(0, NH_MAC)
     m.commit()
+    # (everything after the inner datagram is copied too: D14)
     small = ipv4(SERVER_IP, CLIENT_IP, 1, b"\x00\x00\x00\x00")
     f = eth(gre_return(small + b"trailing"), dst=APP_MAC, src=CACHE_MAC, vlan=12)
     out = one(m.process(1, f))
-    assert out == (0, eth(small, dst=NH_MAC, src=APP_MAC, vlan=12))
+    assert out == (0, eth(small + b"trailing", dst=NH_MAC, src=APP_MAC, vlan=12))
     assert len(out[1]) == 64
     # next hop of the other port does not apply
     f = eth(gre_return(small), dst=APP_MAC, src=CACHE_MAC)
@@ -782,6 +787,238 @@ def test_gre_return_malformed_inner_dropped():
         assert m.decide(1, f).reason == "gre_return_bad"
     assert m.counters()["gre_return_bad"] == len(cases)
     assert m.counters()["tx_frames"] == [0, 0]
+
+
+# --- outputs copy the input up to its FCS (D14) -----------------------------------------
+
+def test_gre_and_l2_outputs_copy_the_trailer():
+    trailer = b"TRAILER-" * 5 + b"\x01\x02"
+    pkt = http(payload=b"abc")
+    for vlan in (None, 7):
+        f = eth(pkt + trailer, vlan=vlan)
+        m = model()
+        out = one(m.process(0, f))
+        assert out == (1, expected_gre(pkt, prim=fold(SERVER_IP), vlan=vlan, trailer=trailer))
+        assert len(out[1]) == len(f) + 28
+        assert m.counters()["tx_bytes"] == [0, len(f) + 28]
+        m = model(caches=[cache(fwd=FWD_L2, ret=RET_L2, mac=CACHE_MAC, port=1)])
+        body = bytearray(f[:-4])
+        body[0:6] = CACHE_MAC
+        body[6:12] = APP_MAC
+        assert one(m.process(0, f)) == (1, add_fcs(bytes(body)))
+
+
+def test_gre_output_clipped_to_1472_input_bytes():
+    m = model()
+    for vlan in (None, 5):
+        l3 = 14 if vlan is None else 18
+        for tl, extra in ((1472, 0), (1400, 72), (1400, 73), (1400, 100), (1472, 1518 - l3 - 1472),
+                          (1300, 1518 - l3 - 1300)):
+            pkt = http(payload=b"q" * (tl - 40))
+            f = eth(pkt + b"T" * extra, vlan=vlan)
+            assert len(f) <= 1522
+            copied = min(tl + extra, 1472)
+            out = one(m.process(0, f))[1]
+            exp = expected_gre(pkt, prim=fold(SERVER_IP), vlan=vlan, trailer=b"T" * (copied - tl))
+            assert out == exp, (vlan, tl, extra)
+            assert len(out) - 4 == l3 + 28 + copied <= l3 + 1500
+    # a datagram whose GRE output exceeds the MTU is not redirected, whatever the trailer
+    m = model(mtu=1000)
+    pkt = http(payload=b"q" * (1000 - 28 - 40))
+    out = one(m.process(0, eth(pkt + b"T" * 400)))[1]
+    assert out == expected_gre(pkt, prim=fold(SERVER_IP), trailer=b"T" * 400)
+    pkt = http(payload=b"q" * (1000 - 28 - 40 + 1))
+    f = eth(pkt + b"T" * 10)
+    assert m.process(0, f) == [(1, f)] and m.counters()["gre_too_big"] == 1
+
+
+def test_decap_copies_everything_after_the_inner_datagram():
+    m = model()
+    inner = http(src=SERVER_IP, dst=CLIENT_IP, sport=80, dport=40000, payload=b"HTTP/1.1 200 OK\r\n")
+    rest = b"rest-of-outer"            # inside the outer datagram, after the inner one
+    trailer = b"\xee" * 9              # after the outer datagram
+    for hdr in (b"\x01\x5a\x00\x07", b""):
+        for vlan in (None, 3):
+            f = eth(gre_return(inner + rest, hdr) + trailer, dst=APP_MAC, src=CACHE_MAC, vlan=vlan)
+            out = one(m.process(1, f))
+            assert out == (0, eth(inner + rest + trailer, dst=APP_MAC, src=APP_MAC, vlan=vlan))
+    # a short outer datagram: the bytes after it (here non-zero "padding") are copied, then
+    # the output is padded to 60 as before
+    small = ipv4(SERVER_IP, CLIENT_IP, 1, b"")
+    g = gre_return(small, b"")
+    f = eth(g + b"\xaa\xbb", dst=APP_MAC, src=CACHE_MAC)
+    assert len(f) == 64 and len(g) == 44
+    out = one(m.process(1, f))
+    assert out == (0, eth(small + b"\xaa\xbb", dst=APP_MAC, src=APP_MAC)) and out[1][34:36] == b"\xaa\xbb"
+    assert m.counters()["gre_return"] == 5
+
+
+# --- truncated datagrams (D15) ----------------------------------------------------------
+
+def cut(f, n):
+    """Frame f (with FCS) cut to an n-byte frame (its first n - 4 bytes and a new FCS)."""
+    return add_fcs(f[:n - 4])
+
+
+def _only_truncated(m, port, f):
+    """f is dropped as truncated, and only rx and truncated move."""
+    before = m.counters()
+    locs = [m.cache_location(s, i) for s in range(8) for i in range(4)]
+    d = m.decide(port, f)
+    assert d.action == "drop" and d.reason == "truncated" and d.out_port is None, d
+    assert m.process(port, f) == []
+    after = m.counters()
+    for k in after:
+        if k == "truncated":
+            assert after[k] == before[k] + 1
+        elif k in ("rx_frames", "rx_bytes"):
+            assert after[k][port] == before[k][port] + (1 if k == "rx_frames" else len(f))
+        else:
+            assert after[k] == before[k], k
+    assert [m.cache_location(s, i) for s in range(8) for i in range(4)] == locs       # no learning
+
+
+def _forwarded(m, port, f, reason):
+    before = m.counters()
+    d = m.decide(port, f)
+    assert d.action == "forward" and d.reason == reason and d.slot is None, d
+    assert m.process(port, f) == [(port ^ 1, f)]
+    after = m.counters()
+    for k in after:
+        if k == reason:
+            assert after[k] == before[k] + 1
+        elif k in ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes"):
+            pass
+        else:
+            assert after[k] == before[k], k
+    assert after["tx_frames"][port ^ 1] == before["tx_frames"][port ^ 1] + 1
+
+
+def test_truncated_redirects_are_dropped():
+    big = eth(http(payload=b"z" * 200))
+    m = model()
+    assert m.decide(0, big).action == "redirect_gre"
+    for n in (64, 65, 100, len(big) - 1):                    # datagram cut anywhere after the ports
+        _only_truncated(m, 0, cut(big, n))
+    # one byte short: total length claims one byte more than the frame holds
+    p = http()
+    _only_truncated(m, 0, eth(http(tot_len=len(p) + 1)))
+    # tagged
+    _only_truncated(m, 1, cut(eth(http(payload=b"z" * 200), vlan=9), 120))
+    # L2 redirect
+    m = model(caches=[cache(fwd=FWD_L2, ret=RET_L2, mac=CACHE_MAC, port=1)])
+    assert m.decide(0, big).action == "redirect_l2"
+    _only_truncated(m, 0, cut(big, 90))
+    assert m.counters()["truncated"] == 1 and m.counters()["redirect_l2"] == 0
+    # the complete frame still goes as before
+    assert one(m.process(0, big))[0] == 1 and m.counters()["redirect_l2"] == 1
+
+
+def test_truncated_header_point_at_the_frame_end():
+    """TCP/UDP and other protocols: l4 + 4 <= end decides; GRE: l4 + 12 <= end decides."""
+    m = model(service=svc(proto=0, flags=SF_DST_IP_HASH))
+    opts = b"\x01" * 24                         # IHL 11: l4 = 14 + 44 = 58
+    pkt = http(options=opts, payload=b"z" * 100)
+    f = eth(pkt)
+    assert m.decide(0, f).action == "redirect_gre"
+    _only_truncated(m, 0, cut(f, 58 + 4 + 4))                    # end = l4 + 4
+    _forwarded(m, 0, cut(f, 58 + 3 + 4), "not_redirectable")     # end = l4 + 3: header point beyond
+    udp_pkt = ipv4(CLIENT_IP, SERVER_IP, 17, udp(1234, 53, b"u" * 80), options=opts)
+    _only_truncated(m, 0, cut(eth(udp_pkt), 66))
+    _forwarded(m, 0, cut(eth(udp_pkt), 65), "not_redirectable")
+    icmp = ipv4(CLIENT_IP, SERVER_IP, 1, b"\x08\x00" + b"i" * 80, options=opts)
+    _only_truncated(m, 0, cut(eth(icmp), 66))
+    _forwarded(m, 0, cut(eth(icmp), 65), "not_redirectable")
+    # GRE (not return traffic: another destination) is redirected by the protocol-0 group
+    gre = ipv4(CLIENT_IP, SERVER_IP, 47, b"\x00\x00\x88\x3e" + b"g" * 80, options=opts)
+    assert m.decide(0, eth(gre)).action == "redirect_gre"
+    _only_truncated(m, 0, cut(eth(gre), 58 + 12 + 4))
+    _forwarded(m, 0, cut(eth(gre), 58 + 11 + 4), "not_redirectable")
+    _forwarded(m, 0, cut(eth(gre), 58 + 4 + 4), "not_redirectable")
+    # while disabled the same frames are forwarded, uncounted
+    m.disarm()
+    _forwarded(m, 0, cut(f, 58 + 3 + 4), "disabled")
+    _forwarded(m, 0, cut(f, 100), "disabled")
+    assert m.counters()["truncated"] == 4
+
+
+def test_truncated_gre_return_dropped_also_while_disabled():
+    m = model()
+    opts = b"\x01" * 24                         # outer IHL 11: l4 = 58, header point 70
+    inner = http(src=SERVER_IP, dst=CLIENT_IP, sport=80, dport=40000, payload=b"r" * 60)
+    for hdr in (b"\x01\x5a\x00\x07", b""):
+        g = ipv4(CACHE_IP, ROUTER_ID, 47, b"\x00\x00\x88\x3e" + hdr + inner, options=opts)
+        f = eth(g, dst=APP_MAC, src=CACHE_MAC)
+        assert m.decide(1, f).action == "decap"
+        _only_truncated(m, 1, cut(f, 58 + 12 + 4))
+        _only_truncated(m, 1, cut(f, len(f) - 5))
+        _forwarded(m, 1, cut(f, 58 + 11 + 4), "not_redirectable")
+        # inner datagram not contained (D8): truncated as well, not gre_return_bad
+        bad = ipv4(CACHE_IP, ROUTER_ID, 47, b"\x00\x00\x88\x3e" + hdr + inner[:2] + b"\x00\x13" + inner[4:],
+                   options=opts)
+        fb = eth(bad, dst=APP_MAC, src=CACHE_MAC)
+        assert m.decide(1, fb).reason == "gre_return_bad"
+        _only_truncated(m, 1, cut(fb, 90))
+    assert m.cache_location(0, 0) == (CACHE_MAC, 1)              # set by model(), never learnt here
+    m.disarm()
+    g = ipv4(CACHE_IP, ROUTER_ID, 47, b"\x00\x00\x88\x3e" + inner, options=opts)
+    f = eth(g, dst=APP_MAC, src=CACHE_MAC)
+    _only_truncated(m, 1, cut(f, 100))
+    _forwarded(m, 1, cut(f, 58 + 11 + 4), "disabled")
+    c = m.counters()
+    assert c["truncated"] == 7 and c["gre_return"] == 0 and c["gre_return_bad"] == 0
+
+
+def test_truncated_forward_decisions_count_not_redirectable_and_do_not_learn():
+    big = http(payload=b"z" * 200)
+    # unassigned, no_match, cache_unknown, gre_too_big, from_cache
+    cases = [
+        (model(buckets=[0xFF] * 256), eth(big)),
+        (model(), eth(http(dport=81, payload=b"z" * 200))),
+        (model(caches=[cache()]), eth(big)),
+        (model(mtu=200), eth(big)),
+        (model(), eth(http(src=CACHE_IP, payload=b"z" * 200), src=CACHE2_MAC)),
+    ]
+    for m, f in cases:
+        d = m.decide(0, f)
+        assert d.action == "forward" and d.reason != "not_redirectable", d
+        loc = m.cache_location(0, 0)
+        _forwarded(m, 0, cut(f, 120), "not_redirectable")
+        assert m.cache_location(0, 0) == loc                     # the cache's frame did not learn
+        m.disarm()
+        _forwarded(m, 0, cut(f, 120), "disabled")
+        assert m.counters()["truncated"] == 0
+    # the complete frame from the cache learns (the truncated one above did not)
+    m, f = cases[4]
+    m.process(0, f)
+    assert m.cache_location(0, 0) == (CACHE2_MAC, 0)
+
+
+def test_truncated_counter_through_register_file_and_driver():
+    from wccp import regmap as R
+    from wccp.fpga import FpgaDataPlane
+    from wccp.fwdmodel import ModelRegisterFile
+    from wccp.transport import LoopbackTransport
+    regs = ModelRegisterFile(model())
+    drv = FpgaDataPlane(LoopbackTransport(regs))
+    drv.arm(1000)
+    drv.heartbeat()
+    drv.clear_counters()
+    big = eth(http(payload=b"z" * 200))
+    for keep in (80, 120, 150):
+        assert regs.model.process(0, cut(big, keep)) == []
+    regs.model.process(1, cut(big, 100))
+    assert regs.read_word(R.PORTCNT_BASE + R.CNT_TRUNCATED) == 4          # a total: read on port 0
+    assert regs.read_word(R.PORTCNT_BASE + R.PORTCNT_STRIDE + R.CNT_TRUNCATED) == 0
+    assert regs.read_word(R.PORTCNT_BASE + R.CNT_TRUNCATED + 1) == 0
+    c = drv.counters()
+    assert c["truncated"] == 4 and c["redirect_gre"] == 0 and c["rx_frames"] == [3, 1]
+    assert sorted(c) == sorted(regs.model.counters())
+    assert c == regs.model.counters()
+    drv.clear_counters()
+    assert drv.counters()["truncated"] == 0
+    regs.model.clear_counters()
+    assert regs.model.counters()["truncated"] == 0
 
 
 # --- fail-open watchdog and atomic commit -----------------------------------------------
@@ -1069,7 +1306,10 @@ def _traffic(rng, groups, n):
         smac = bytes([2, 0, 0, 0, slot, caches.index(c)]) if r == 0 else CLIENT_MAC
         if r == 1:
             pkt = gre_return(pkt)
-        frames.append((rng.below(2), eth(pkt, src=smac, vlan=rng.pick([None, None, 9]))))
+        f = eth(pkt, src=smac, vlan=rng.pick([None, None, 9]))
+        if r == 2 and len(f) > 65:                   # cut short: a truncated datagram (D15)
+            f = add_fcs(f[:60 + rng.below(len(f) - 64)])
+        frames.append((rng.below(2), f))
     return frames
 
 
@@ -1105,5 +1345,5 @@ def test_fpga_driver_over_register_model_equals_model():
             assert regs.model.process(port, f) == direct.process(port, f)
         assert drv.counters() == direct.counters()
     for reason in ("redirect_gre", "redirect_l2", "gre_return", "from_cache", "unassigned", "cache_unknown",
-                   "no_match"):
+                   "no_match", "truncated", "not_redirectable"):
         assert actions.get(reason, 0) > 0, actions

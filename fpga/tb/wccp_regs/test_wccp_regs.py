@@ -306,11 +306,14 @@ async def test_counter_read_strobes(dut):
     await tb.reset()
     cases = []
     for port in (0, 1):
-        for off in range(18):
+        for off in range(R.CNT_TRUNCATED + 1):
             word = port << 4 | (off >> 1 if off < 4 else off - 2)
+            if off == R.CNT_TRUNCATED:
+                word = 48 + port                # wccp_stats: cause 10 in a word of its own
             hi = (off & 1) if off < 4 else 0
             cases.append((R.PORTCNT_BASE + port * R.PORTCNT_STRIDE + off, (0, 0, 1, word, hi)))
-        cases.append((R.PORTCNT_BASE + port * R.PORTCNT_STRIDE + 18, None))   # past the block
+        for off in (R.CNT_TRUNCATED + 1, 0x16, 0x1A, 0x1F):     # past the block (0x16, 0x1A: a[4], a[1] set)
+            cases.append((R.PORTCNT_BASE + port * R.PORTCNT_STRIDE + off, None))
     for slot in (0, 5, 7):
         for off in range(4):
             word = 0b100000 | slot << 1 | off >> 1

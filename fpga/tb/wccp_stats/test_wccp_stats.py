@@ -19,6 +19,12 @@ except ImportError:
     cocotb = None
 
 SWEEP = 192             # bound on how far a counter lags its events (cycles)
+NWORDS = 50             # words in use: ports 0..31, slots 32..47, cause 10 (truncated) 48..49
+
+
+def cause_word(p, k):
+    """Counter word of port p's cause bit k (wccp_stats header)."""
+    return 48 + p if k == 10 else p * 16 + 6 + k
 
 
 def _test(f):
@@ -115,7 +121,7 @@ class TB:
                     dec_next[p] = c + 9
                     n = r.randrange(64, 1523)
                     s = r.randrange(8) if burst or r.random() < 0.7 else None
-                    k = r.choice([k for k in range(10) if k != 8]) if burst or r.random() < 0.9 else None
+                    k = r.choice([k for k in range(11) if k != 8]) if burst or r.random() < 0.9 else None
                     if burst:                       # worst case: three records, three operations
                         ev = [(c, 8, None, 0), (c + 1, None, s, n), (c + 2 + r.randrange(6), k, None, 0)]
                     else:
@@ -133,7 +139,7 @@ class TB:
                     ks, s, n = ev
                     for k in ks:
                         cause |= 1 << (11 * p + k)
-                        self._count(p * 16 + 6 + k, 0)
+                        self._count(cause_word(p, k), 0)
                     if s is not None:
                         slot |= 1 << p
                         sidx |= s << (3 * p)
@@ -151,7 +157,7 @@ class TB:
             d.ev_slot.value, d.ev_slot_idx.value, d.ev_bytes.value = slot, sidx, byt
             d.rd.value = 0
             if reads and not pend and r.random() < 0.1:
-                w = r.choice([r.randrange(32), 32 + r.randrange(16)])
+                w = r.choice([r.randrange(32), 32 + r.randrange(16), 48 + r.randrange(2)])
                 hi = r.randrange(2)
                 d.rd.value, d.rd_word.value, d.rd_hi.value = 1, w, hi
                 pend.append((self.cyc + 2, w, hi, self.cyc))
@@ -181,7 +187,7 @@ class TB:
 async def _check_all(tb):
     for _ in range(2 * SWEEP + 10):
         await RisingEdge(tb.dut.clk)
-    for w in range(48):
+    for w in range(NWORDS):
         assert await tb.read(w, 0) == tb.f[w], (w, tb.f[w])
         assert await tb.read(w, 1) == tb.b[w] & 0xFFFFFFFF, (w, tb.b[w])
 
@@ -198,6 +204,7 @@ async def test_counters(dut):
     await _check_all(tb)
     assert await tb.read(60, 0) == 0
     assert sum(tb.f[32:48]) > 10 and sum(tb.f[6:16] + tb.f[22:32]) > 10 and tb.f[2] + tb.f[18] > 10 and tb.f[1] > 5
+    assert tb.f[48] > 0 and tb.f[49] > 0, tb.f[48:50]
 
 
 @_test
@@ -220,7 +227,7 @@ async def test_burst(dut):
     for i in range(3):
         await tb.run(3000, p_ev=0.5, burst=True, reads=(i == 1))
     await _check_all(tb)
-    assert tb.peak == 16 and sum(tb.f[6:16]) + sum(tb.f[22:32]) > 40
+    assert tb.peak == 16 and sum(tb.f[6:16]) + sum(tb.f[22:32]) > 40 and tb.f[48] + tb.f[49] > 4
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
