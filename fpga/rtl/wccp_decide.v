@@ -867,7 +867,7 @@ module wccp_decide #(
     wire use_d = ca || s_ok;
     always @(posedge clk) begin
         act_start <= f_start;
-        act_flen <= l_flen;
+        act_flen <= ca ? 11'd0 : l_flen;    // cut-through: the fin's, and stable while offered
         if (!wt) begin          // configuration: frozen with the decision (see busy)
             act_smac <= appl_mac;
             act_rid <= router_id;
