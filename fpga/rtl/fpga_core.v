@@ -151,6 +151,7 @@ module fpga_core #(
     wire [7:0] b_data [0:1];
     wire       b_valid [0:1];
     wire       b_last [0:1];
+    wire       b_abort [0:1];    // cut-through step 2: stomp (act_cut/fin tied to 0: always 0)
     wire       b_ready [0:1];
     wire       lrv [0:1];
     wire [7:0] lri [0:1];
@@ -224,7 +225,10 @@ module fpga_core #(
 
         wire        act_valid, act_ready, act_drop, act_port;
         wire [11:0] act_start;
-        wire [10:0] act_flen, act_src_off, act_copy_len;
+        wire [10:0] act_flen, act_src_off;
+        /* verilator lint_off UNUSEDSIGNAL */
+        wire [10:0] act_copy_len;   // no longer a builder input (the copy runs to the frame end)
+        /* verilator lint_on UNUSEDSIGNAL */
         wire [5:0]  act_hlen;
         wire [1:0]  act_kind;
         wire [47:0] act_dmac, act_smac;
@@ -260,14 +264,18 @@ module fpga_core #(
             .ev_bytes(ev_b));
         assign ev_bytes[g*12 +: 12] = ev_b;
 
+        /* verilator lint_off UNUSEDSIGNAL */
+        wire b_fin_ready;       // cut-through step 2 (fin channel tied off)
+        /* verilator lint_on UNUSEDSIGNAL */
         wccp_builder #(.BUF_AW(BUF_AW)) builder (
             .clk(clk), .rst(rst_bl), .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop),
             .act_port(act_port), .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen),
             .act_kind(act_kind), .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan),
             .act_tci(act_tci), .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip),
-            .act_rh(act_rh), .act_src_off(act_src_off), .act_copy_len(act_copy_len),
+            .act_rh(act_rh), .act_src_off(act_src_off),
+            .act_cut(1'b0), .fin_valid(1'b0), .fin_ready(b_fin_ready), .fin_good(1'b0), .fin_flen(11'd0),
             .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
-            .req(b_req[g]), .m_data(b_data[g]), .m_valid(b_valid[g]), .m_last(b_last[g]),
+            .req(b_req[g]), .m_data(b_data[g]), .m_valid(b_valid[g]), .m_last(b_last[g]), .m_abort(b_abort[g]),
             .m_ready(b_ready[g]));
     end
     endgenerate
@@ -298,9 +306,12 @@ module fpga_core #(
     generate
     for (g = 0; g < 2; g = g + 1) begin : egress
         wire       gv, gsel, s_ready, done;
+        /* verilator lint_off UNUSEDSIGNAL */
+        wire       aborted;      // cut-through step 2 (not counted yet)
+        /* verilator lint_on UNUSEDSIGNAL */
         wire [11:0] flen;
         reg  [7:0] e_data;
-        reg        e_valid, e_last, e_start;
+        reg        e_valid, e_last, e_abort, e_start;
         wire       rst_e;
         wccp_rst_buf rb_e (.clk(clk), .d(rst), .q(rst_e));     // arbiter, egress registers, MAC
         wccp_arbiter arb (
@@ -311,14 +322,15 @@ module fpga_core #(
         always @(posedge clk) begin
             e_data  <= gsel ? b_data[1] : b_data[0];
             e_last  <= gsel ? b_last[1] : b_last[0];
+            e_abort <= gsel ? b_abort[1] : b_abort[0];
             e_valid <= !rst_e && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
             e_start <= !rst_e && gv && (gsel ? b_valid[1] : b_valid[0]);
         end
         wccp_mac_tx mac_tx (
             .clk(clk), .rst(rst_e), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),
-            .s_start(e_start), .s_ready(s_ready),
+            .s_abort(e_abort), .s_start(e_start), .s_ready(s_ready),
             .gmii_txd(txd[g]), .gmii_tx_en(txen[g]), .gmii_tx_er(txer[g]),
-            .frame_done(done), .frame_len(flen));
+            .frame_done(done), .frame_len(flen), .frame_aborted(aborted));
         assign ev_tx[g] = done;
         assign ev_tx_len[g*12 +: 12] = flen;
     end
