@@ -1,6 +1,41 @@
 // Frame builder (one per receive port): for each action, streams
-//   header bytes (built from the action's fields, act_hlen bytes) ++ rx buffer [start+src_off, +copy_len)
-// towards the egress port, one byte per cycle, then releases the frame's buffer space.
+//   act_hlen header bytes (built from the action's fields) ++ rx buffer [start + src_off, start + flen)
+// towards the egress port, one byte per cycle, then releases the frame's buffer space
+// (rel_ptr <= start + flen). flen is act_flen (act_cut = 0: store-and-forward, the frame's status
+// was known at the decision) or fin_flen (act_cut = 1: cut-through, the frame is still arriving
+// and its length/status follow on the fin channel). For act_kind 2 (GRE) the buffer part is
+// clipped to at most 1472 bytes (an output frame of at most l3 + 1500 bytes). Kinds: 0 copy,
+// 1 L2 rewrite (hlen 12, src_off 12), 2 GRE encapsulation, 3 decapsulation. Every kind copies
+// up to the frame end (the IP datagram and whatever follows it: padding, a trailer).
+//
+// Fin channel (fin_valid / fin_ready / fin_good / fin_flen): one fin per act_cut action, in
+// order, taken into a one-entry register whenever it is free (fin_ready; it is freed when the
+// cut frame it belongs to is handed over or skipped), so a fin may come before its action,
+// during the header or during the copy. A fin is bad when fin_good = 0 or fin_flen <= act_src_off.
+//  - Fin margin F = 4: when a fin is taken (fin_valid && fin_ready), the builder's next read
+//    address (buf_raddr) must be at least 4 bytes before the frame end, i.e.
+//    act_start + fin_flen - buf_raddr >= 4 (mod the buffer size; during the header buf_raddr is
+//    act_start + act_src_off). The fin is registered (1 cycle), the end addresses and the bad
+//    flag are formed from it (1 cycle) and the "next byte is the last" compare is registered
+//    once more (1 cycle): the byte issued 3 cycles after the fin is taken is the first one that
+//    can be marked last; reading one byte per cycle at most, the builder reads up to
+//    buf_raddr + 2 before it knows the end. Measured by the tb (test_cut_margin, full speed):
+//    good fins taken at distance 4 end every frame exactly; at distance 3 the builder reads
+//    past the end. (A clipped GRE copy does not need the margin: see below.)
+//  - A bad fin that is known when the action is loaded (taken no later than the cycle the
+//    action is accepted, i.e. the cycle before act_ready pulses) skips the frame: no egress
+//    request, no output, the space is released. A bad fin taken later (the request is raised
+//    3 cycles after the accept) ends the output with the next byte issued (2 cycles after the
+//    fin is taken at the earliest: at least one byte is sent), marked m_abort and m_last; the
+//    egress MAC stomps the frame (inverted FCS with TX_ER).
+//  - act_drop with act_cut: skipped; its space is released once its fin is there.
+//  - GRE (kind 2) with act_cut: the clipped copy's last byte (buffer byte 1472) is not issued
+//    before the fin is there (the frame might still turn out bad); any other byte is issued as
+//    soon as the egress takes it.
+// The caller guarantees that the builder never reads a buffer byte before it is written: the
+// decision (and so the action) comes well after the frame's start, and the builder reads at
+// most one byte per cycle, at the egress's pace (1 byte per cycle plus the header's length
+// behind the input).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_builder #(
@@ -13,7 +48,7 @@ module wccp_builder #(
     input  wire              act_drop,
     input  wire              act_port,
     input  wire [BUF_AW-1:0] act_start,
-    input  wire [10:0]       act_flen,
+    input  wire [10:0]       act_flen,     // frame length without FCS (act_cut = 0)
     input  wire [5:0]        act_hlen,
     input  wire [1:0]        act_kind,
     input  wire [47:0]       act_dmac,
@@ -26,7 +61,12 @@ module wccp_builder #(
     input  wire [31:0]       act_cip,
     input  wire [31:0]       act_rh,
     input  wire [10:0]       act_src_off,
-    input  wire [10:0]       act_copy_len,
+    input  wire              act_cut,      // cut-through: length/status come on the fin channel
+    // frame status for act_cut actions (handshake: taken where fin_valid && fin_ready)
+    input  wire              fin_valid,
+    output reg               fin_ready,
+    input  wire              fin_good,
+    input  wire [10:0]       fin_flen,     // frame length without FCS (0 when bad)
     // rx buffer read port (1-cycle latency)
     output wire [BUF_AW-1:0] buf_raddr,
     input  wire [7:0]        buf_rdata,
@@ -36,27 +76,44 @@ module wccp_builder #(
     output wire [7:0]        m_data,
     output wire              m_valid,
     output wire              m_last,
+    output wire              m_abort,      // with m_last: the frame is bad, stomp it
     input  wire              m_ready
 );
     localparam DEPTH = 8;
-    reg [8:0] fifo [0:DEPTH-1];     // {last, data}
+    localparam [10:0] GRE_MAX = 11'd1472;   // GRE: at most this many buffer bytes
+    reg [9:0] fifo [0:DEPTH-1];     // {abort, last, data}
     reg [2:0] wp, rp;
     // FIFO fill (0..7) as a thermometer code: c_th[i] = more than i bytes (timing)
     reg [DEPTH-2:0] c_th;
 
-    // ---- the offered action, loaded in every idle cycle (ld_en = idle_r, and no accept in the
-    // cycle before): the accepted action's fields are loaded with the accept and stay until
-    // the frame is handed over (no enable from the accept condition; timing) ----
-    reg              ld_en;
-    reg              a_drop, a_port, a_vl;
-    reg              a_h0, a_h1, a_c0, a_c1;    // header length 0 / 1, copy length 0 / 1
-    wire             a_skip = a_drop || (a_h0 && a_c0);
-    reg [BUF_AW-1:0] a_rd, a_end;           // first buffer byte, end of frame in buffer
-    reg [10:0]       a_copy;
+    // ---- the offered action, loaded in every idle cycle (ld_en = !act_on): the accepted
+    // action's fields are loaded with the accept and stay until the frame is handed over (no
+    // enable from the accept condition; timing) ----
+    reg              act_on;        // an action is accepted and not yet handed over / skipped
+    reg              ld_en;         // = !act_on (own register: the enable of the a_/h_ fields)
+    reg              a_drop, a_port, a_vl, a_cut, a_gre;
+    reg              a_h0, a_h1;    // header length 0 / 1
+    reg [BUF_AW-1:0] a_rd, a_end;   // first buffer byte, end of frame in buffer (act_cut = 0)
+    reg [BUF_AW-1:0] a_st, a_stm1, a_stm2;  // act_start, act_start - 1, act_start - 2
+    reg [11:0]       a_cp;          // act_flen - act_src_off (12-bit, negative: none)
+    reg [10:0]       a_so;          // act_src_off
     reg [5:0]        a_hlen;
     reg [47:0]       h_dmac, h_smac;
     reg [15:0]       h_tci, h_tl, h_csum;
     reg [31:0]       h_rid, h_cip, h_rh;
+    // derived in ld (valid from l2): copy empty / one byte, copy length (clipped; 1472 for a
+    // cut GRE action, whose end otherwise comes from the fin)
+    reg              c0, c1;
+    reg [10:0]       cps;
+    // derived in l2 (valid in go): the frame is skipped
+    reg              skip_r;
+    // ---- fin (status) register: one entry, taken whenever free ----
+    reg              f_have, f_good;
+    reg [10:0]       f_flen;
+    reg              fk;            // the current cut frame has its fin (e_m1, e_m2, e_end valid)
+    reg              bad;           // the current cut frame has a bad fin (valid with fk)
+    reg              nofin;         // a cut GRE frame without its fin (holds the clip's last byte)
+    reg [BUF_AW-1:0] e_m1, e_m2, e_end;     // a_st + f_flen - 1, - 2, + 0 (registered)
     // header bytes 0..47 (byte i at hdr[8i +: 8]) of the untagged layout, with the VLAN tag at
     // 42..45: a tagged header is sent as bytes 0..11, 42..45, 12.. (the byte index sequence, not
     // the table, knows the tag)
@@ -77,46 +134,57 @@ module wccp_builder #(
     reg              j_tag, j_back; // hk_nx is 11 in a tagged header / 45
     reg [5:0]        hcnt;          // header bytes left, incl. hk
     reg              h_last;        // hcnt == 1
-    reg [11:0]       tcnt;          // bytes left, incl. the next one
-    reg              t_last;        // tcnt == 1
+    reg [11:0]       tcnt;          // bytes left, incl. the next one (act_cut = 0, or the clip)
+    reg              t_last, t_2;   // tcnt == 1, tcnt == 2 (t_2: only for the clip of a cut GRE frame)
+    reg              e_last;        // the next byte is a buffer byte at e_m1 (cut: the frame end)
     reg [BUF_AW-1:0] rd;            // next buffer address
 
     // the header byte hk is picked in three registered 4:1 steps (timing):
     // stage 1: byte hk[1:0] of each of the 12 quads, stage 2: quad hk[3:2] of each third,
     // stage 3: third hk[5:4]; the buffer's byte for stage 3 is in the block RAM's output
     // register (buf_rdata, 2 cycles after buf_raddr) and is registered once more
-    reg        s1_v, s1_hdr, s1_last;
+    reg        s1_v, s1_hdr, s1_last, s1_ab;
     reg [3:0]  s1_sel;
     reg [95:0] s1_q;
-    reg        s2_v, s2_last, s2_hdr;
+    reg        s2_v, s2_last, s2_hdr, s2_ab;
     reg [1:0]  s2_sel;
     reg [23:0] s2_t;
     // stage 3: both candidates, chosen at the FIFO write
-    reg        s3_v, s3_last, s3_hdr;
+    reg        s3_v, s3_last, s3_hdr, s3_ab;
     reg [7:0]  s3_hb, s3_buf;
     // m_ready may come from a registered request (wccp_mac_tx through fpga_core): it can stay
     // high for two cycles after the last byte of a frame was popped. Nothing is popped then:
-    // the next frame's first byte reaches the FIFO no earlier than 6 cycles after that pop
-    // (accept, apply, issue, stages 1 to 3).
+    // the next frame's first byte reaches the FIFO no earlier than 8 cycles after that pop
+    // (act_on falls, accept, ld, l2, go, issue, stages 1 to 3).
     wire pop  = m_valid && m_ready;
-    // accepted action, applied in the next cycle (ld)
-    reg        ld;
+    // accepted action: fields in a_ from the accept on; ld, l2, go in the next three cycles
+    reg        ld, l2, go;
     // occ = FIFO fill + s1_v + s2_v + s3_v (0..7), kept as its own thermometer code (timing)
     reg  [DEPTH-2:0] o_th;
-    // can_issue = run && occ < 7, registered from the next values of both (timing: it enables
-    // the issue registers)
+    // can_issue = run && occ < 7 && not holding a cut GRE frame's clip byte for its fin,
+    // registered from the next values of all three (timing: it enables the issue registers)
     reg              can_issue;
-    wire             run_n = (ld && !a_skip) || (run && !(can_issue && t_last));
+    // the byte issued in this cycle (can_issue) is the frame's last: the header's last with an
+    // empty copy / the copy's last (tcnt), the frame end from the fin (e_last), or a bad fin
+    wire             lst = t_last || e_last || bad;
+    wire             run_n = (go && !skip_r) || (run && !(can_issue && lst));
     wire [DEPTH-2:0] o_th_n = (can_issue && !pop) ? {o_th[DEPTH-3:0], 1'b1} :
                               (pop && !can_issue) ? {1'b0, o_th[DEPTH-2:1]} : o_th;
-    reg        idle_r;
-    reg        skip_rel;        // release a skipped frame (the cycle after ld)
-    wire       accept = idle_r && !ld && !act_ready && act_valid;
+    wire             park_n = nofin && (can_issue ? t_2 : t_last);  // next byte is the clip's last
+    wire             adv = can_issue && !in_hdr;                    // rd moves on
+    wire             in_hdr_nx = in_hdr && !(can_issue && h_last);
+    reg              sk_pend;       // a skipped cut frame waits for its fin (then skip_rel)
+    reg              skip_rel;      // release a skipped frame
+    wire             f_take = fin_valid && fin_ready;
+    wire             done = (pop && m_last) || skip_rel;     // handed over / skipped
+    wire             f_done = done && a_cut;
+    wire             accept = ld_en && act_valid;
 
     assign buf_raddr = rd;
     assign m_valid = c_th[0];
     assign m_data  = fifo[rp][7:0];
     assign m_last  = fifo[rp][8];
+    assign m_abort = fifo[rp][9];
 
     integer gi;
     always @(posedge clk) begin
@@ -124,14 +192,18 @@ module wccp_builder #(
         if (ld_en) begin
             a_drop <= act_drop;
             a_port <= act_port;
-            a_vl <= act_vlan && (act_kind == 2'd2 || act_kind == 2'd3);
+            a_vl <= act_vlan && act_kind[1];
+            a_cut <= act_cut;
+            a_gre <= (act_kind == 2'd2);
             a_h0 <= (act_hlen == 6'd0);
             a_h1 <= (act_hlen == 6'd1);
-            a_c0 <= (act_copy_len == 11'd0);
-            a_c1 <= (act_copy_len == 11'd1);
             a_rd <= act_start + {{(BUF_AW-11){1'b0}}, act_src_off};
             a_end <= act_start + {{(BUF_AW-11){1'b0}}, act_flen};
-            a_copy <= act_copy_len;
+            a_st <= act_start;
+            a_stm1 <= act_start - 1'b1;
+            a_stm2 <= act_start - {{(BUF_AW-2){1'b0}}, 2'd2};
+            a_cp <= {1'b0, act_flen} - {1'b0, act_src_off};
+            a_so <= act_src_off;
             a_hlen <= act_hlen;
             h_dmac <= act_dmac;
             h_smac <= act_smac;
@@ -142,8 +214,24 @@ module wccp_builder #(
             h_cip <= act_cip;
             h_rh <= act_rh;
         end
+        // ld: copy length (act_cut = 0) and its clip
+        c0 <= a_cp[11] || (a_cp[10:0] == 11'd0);
+        c1 <= (a_cp == 12'd1);
+        cps <= (a_gre && (a_cut || (!a_cp[11] && a_cp[10:0] > GRE_MAX))) ? GRE_MAX :
+               a_cp[11] ? 11'd0 : a_cp[10:0];
+        // fin: end addresses of the current cut frame (valid with fk)
+        e_m1 <= a_stm1 + {{(BUF_AW-11){1'b0}}, f_flen};
+        e_m2 <= a_stm2 + {{(BUF_AW-11){1'b0}}, f_flen};
+        e_end <= a_st + {{(BUF_AW-11){1'b0}}, f_flen};
+        if (f_take) begin
+            f_good <= fin_good;
+            f_flen <= fin_flen;
+        end
         // stage 3 -> FIFO
-        if (s3_v) fifo[wp] <= {s3_last, s3_hdr ? s3_hb : s3_buf};
+        if (s3_v) fifo[wp] <= {s3_ab, s3_last, s3_hdr ? s3_hb : s3_buf};
+        s3_ab <= s2_ab;
+        s2_ab <= s1_ab;
+        s1_ab <= bad;
         s3_last <= s2_last;
         s3_hdr <= s2_hdr;
         s3_hb <= s2_t[s2_sel*8 +: 8];
@@ -155,11 +243,13 @@ module wccp_builder #(
         for (gi = 0; gi < 3; gi = gi + 1)
             s2_t[gi*8 +: 8] <= s1_q[{gi[1:0], s1_sel[1:0]}*8 +: 8];
         // stage 0 -> 1: no enable (valid is s1_v; hk only moves when a byte is issued)
-        s1_last <= t_last;
+        s1_last <= lst;
         s1_hdr <= in_hdr;
         s1_sel <= hk[5:2];
         for (gi = 0; gi < 12; gi = gi + 1)
             s1_q[gi*8 +: 8] <= hdr[{gi[3:0], hk[1:0]}*8 +: 8];
+        // the next byte is the cut frame's last buffer byte: compared one byte ahead
+        e_last <= fk && !in_hdr_nx && (adv ? (rd == e_m2) : (rd == e_m1));
         if (can_issue) begin
             if (in_hdr) begin
                 hk <= hk_nx;
@@ -174,10 +264,9 @@ module wccp_builder #(
             end
             tcnt <= tcnt - 12'd1;
             t_last <= (tcnt == 12'd2);
+            t_2 <= (tcnt == 12'd3);
         end
         if (ld) begin
-            tcnt <= {6'd0, a_hlen} + {1'b0, a_copy};
-            t_last <= (a_h0 && a_c1) || (a_h1 && a_c0);
             hk <= 6'd0;
             hk_nx <= 6'd1;
             j_tag <= 1'b0;
@@ -187,47 +276,67 @@ module wccp_builder #(
             in_hdr <= !a_h0;
             rd <= a_rd;
         end
+        if (l2) begin
+            // a cut frame of kind 0, 1, 3 ends with the fin only
+            tcnt <= (a_cut && !a_gre) ? 12'hFFF : {6'd0, a_hlen} + {1'b0, cps};
+            t_last <= !a_cut && ((a_h0 && c1) || (a_h1 && c0));
+            t_2 <= 1'b0;            // (a cut GRE frame's tcnt starts at 1472 or more)
+            skip_r <= a_drop || (!a_cut && a_h0 && c0) || (a_cut && fk && bad);
+        end
     end
 
     always @(posedge clk) begin
         act_ready <= 1'b0;
         ld <= 1'b0;
+        l2 <= 1'b0;
+        go <= 1'b0;
         if (rst) begin
             wp <= 3'd0; rp <= 3'd0; c_th <= {(DEPTH-1){1'b0}}; o_th <= {(DEPTH-1){1'b0}};
             run <= 1'b0; can_issue <= 1'b0; s1_v <= 1'b0; s2_v <= 1'b0; s3_v <= 1'b0; req <= 2'b00;
             rel_ptr <= {BUF_AW{1'b0}};
-            idle_r <= 1'b0;
-            ld_en <= 1'b0;
+            act_on <= 1'b0;
+            ld_en <= 1'b1;
             skip_rel <= 1'b0;
+            sk_pend <= 1'b0;
+            f_have <= 1'b0;
+            fin_ready <= 1'b0;
+            fk <= 1'b0;
+            bad <= 1'b0;
+            nofin <= 1'b0;
         end else begin
+            // fin register: taken when free, freed when its frame is handed over / released
+            f_have <= (f_have && !f_done) || f_take;
+            fin_ready <= !((f_have && !f_done) || f_take);
+            // the fin belongs to the current cut frame (its fields are in a_ from ld on)
+            fk <= f_have && !f_done && act_on && a_cut;
+            bad <= f_have && !f_done && act_on && a_cut && (!f_good || f_flen <= a_so);
+            nofin <= act_on && a_cut && a_gre && !fk;
             if (s3_v) wp <= wp + 3'd1;
             if (s3_v && !pop) c_th <= {c_th[DEPTH-3:0], 1'b1};
             if (pop && !s3_v) c_th <= {1'b0, c_th[DEPTH-2:1]};
             o_th <= o_th_n;
             run <= run_n;
-            can_issue <= run_n && !o_th_n[DEPTH-2];
+            can_issue <= run_n && !o_th_n[DEPTH-2] && !park_n;
             s3_v <= s2_v;
             s2_v <= s1_v;
             s1_v <= can_issue;
             if (pop) rp <= rp + 3'd1;
             if (pop && m_last) req <= 2'b00;
             // the frame's buffer space is free once its last byte is popped (or it is skipped)
-            if ((pop && m_last) || skip_rel) rel_ptr <= a_end;
-            skip_rel <= ld && a_skip;
+            if (done) rel_ptr <= a_cut ? e_end : a_end;
+            skip_rel <= (go && skip_r && !a_cut) || (sk_pend && fk && !skip_rel);
+            if (go && skip_r && a_cut) sk_pend <= 1'b1;
+            if (skip_rel) sk_pend <= 1'b0;
             // accept a new action once the previous frame has been handed over completely;
-            // its fields are in the a_/h_ registers already (loaded while idle), the rest is
-            // applied one cycle later (ld)
-            // idle: nothing running or in flight (registered: a builder that was idle in the
-            // last cycle and accepted nothing then is still idle, nothing else starts work)
-            idle_r <= !run && !ld && !act_ready && req == 2'b00 && !s1_v && !s2_v && !s3_v && !c_th[0];
-            // ld_en in the next cycle = idle_r && !ld && !act_ready then
-            ld_en <= !run && !ld && !act_ready && req == 2'b00 && !s1_v && !s2_v && !s3_v && !c_th[0] &&
-                     !accept;
-            if (accept) begin
-                act_ready <= 1'b1;
-                ld <= 1'b1;
-            end
-            if (ld && !a_skip) req <= a_port ? 2'b10 : 2'b01;
+            // its fields are in the a_/h_ registers already (loaded while idle: ld_en), the
+            // rest is applied in the next three cycles (ld, l2, go)
+            act_on <= (act_on && !done) || accept;
+            ld_en <= !((act_on && !done) || accept);
+            if (accept) act_ready <= 1'b1;
+            ld <= accept;
+            l2 <= ld;
+            go <= l2;
+            if (go && !skip_r) req <= a_port ? 2'b10 : 2'b01;
         end
     end
 endmodule

@@ -6,6 +6,10 @@
 //            delivers nothing after the frame's last byte (s_ready then falls; the source
 //            may start another frame only after it has seen s_ready low).
 // A missing byte (s_valid low while a byte is due) ends the frame with gmii_tx_er.
+// s_abort, sampled with the byte that has s_last, aborts (stomps) the frame: it is sent with
+// its padding as usual, then its FCS inverted (~crc, which no receiver accepts) with
+// gmii_tx_er high on those 4 bytes (GMII transmit error propagation); frame_done / frame_len
+// are not pulsed for it, frame_aborted is (in the cycle frame_done would be).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_mac_tx #(
@@ -16,13 +20,15 @@ module wccp_mac_tx #(
     input  wire [7:0] s_data,
     input  wire       s_valid,
     input  wire       s_last,
+    input  wire       s_abort,         // with s_last: stomp this frame's FCS
     input  wire       s_start,
     output reg        s_ready,
     output reg  [7:0] gmii_txd,
     output reg        gmii_tx_en,
     output reg        gmii_tx_er,
     output reg        frame_done,      // pulse per transmitted frame
-    output reg [11:0] frame_len        // with frame_done: bytes incl. FCS
+    output reg [11:0] frame_len,       // with frame_done: bytes incl. FCS
+    output reg        frame_aborted    // pulse per aborted (stomped) frame
 );
 `include "wccp_crc32.vh"
 
@@ -42,6 +48,8 @@ module wccp_mac_tx #(
     reg [7:0]  a_d, d_r;
     reg        a_v, a_er, a_end;     // a_d was due / was missing (tx_er) / ends the frame
     reg        d_er, d_end;
+    reg        a_ab, d_ab;           // the byte ending the frame carried s_abort
+    reg        ab;                   // the frame in progress is aborted (set at its last byte)
     reg [31:0] d_t;                  // d_r's term of the CRC update (0 when no byte was due)
     // CRC update terms of the two nibbles of a byte, each its own LUT level (keep: synthesis
     // would otherwise share XORs between bits and build deeper chains; timing)
@@ -59,9 +67,11 @@ module wccp_mac_tx #(
         a_v <= in_d;
         a_er <= in_d && !s_valid;
         a_end <= in_d && (s_last || !s_valid);
+        a_ab <= in_d && s_valid && s_last && s_abort;
         d_r <= a_d;
         d_er <= a_er;
         d_end <= a_end;
+        d_ab <= a_ab;
         d_t <= a_v ? t_lo ^ t_hi : 32'd0;
         // CRC over registers only (the update is linear: crc32_byte(c, d) =
         // (c >> 8) ^ crc32_byte(0, c[7:0]) ^ crc32_byte(0, d))
@@ -84,7 +94,9 @@ module wccp_mac_tx #(
 
     always @(posedge clk) begin
         frame_done <= 1'b0;
+        frame_aborted <= 1'b0;
         if (rst) begin
+            ab <= 1'b0;
             {st_pre, st_data, st_pad, st_fcs, st_ifg} <= 5'd0;
             st_idle <= 1'b1;
             gmii_txd <= 8'd0;
@@ -94,9 +106,9 @@ module wccp_mac_tx #(
             in_d <= 1'b0;
         end else begin
             gmii_tx_en <= (st_idle && s_start) || st_pre || st_data || st_pad || st_fcs;
-            gmii_tx_er <= st_data && d_er;
+            gmii_tx_er <= (st_data && d_er) || (st_fcs && ab);
             if (st_data) gmii_txd <= d_r;
-            else if (st_fcs) gmii_txd <= ~crc[7:0];
+            else if (st_fcs) gmii_txd <= ab ? crc[7:0] : ~crc[7:0];
             else if (st_pre && cnt == C_SFD) gmii_txd <= 8'hD5;
             else if (st_pre || (st_idle && s_start)) gmii_txd <= 8'h55;
             else gmii_txd <= 8'd0;
@@ -115,7 +127,9 @@ module wccp_mac_tx #(
                 st_pre <= 1'b0;
                 st_data <= 1'b1;
             end
+            if (st_pre) ab <= 1'b0;
             if (st_data && d_end) begin
+                ab <= d_ab;
                 st_data <= 1'b0;
                 st_pad <= len_lt59;
                 st_fcs <= !len_lt59;
@@ -127,7 +141,8 @@ module wccp_mac_tx #(
             if (st_fcs && cnt == C_FCS) begin
                 st_fcs <= 1'b0;
                 st_ifg <= 1'b1;
-                frame_done <= 1'b1;
+                frame_done <= !ab;
+                frame_aborted <= ab;
             end
             if (st_ifg && cnt == C_IFG) begin
                 st_ifg <= 1'b0;

@@ -23,10 +23,12 @@ def _test(f):
     return cocotb.test()(f) if cocotb is not None else f
 
 
-async def source(dut, payloads):
+async def source(dut, payloads, aborts=None):
     """Offer `payloads` back to back, as fpga_core's builder + egress registers do: s_ready
     in cycle c lets the source pop a byte in cycle c + 1, presented in cycle c + 2; after a
-    frame's last byte nothing pops until s_ready has been seen low."""
+    frame's last byte nothing pops until s_ready has been seen low. aborts[i] true: payload i's
+    last byte carries s_abort."""
+    aborts = aborts or [False] * len(payloads)
     fi, bi = 0, 0
     armed, go, shown = True, False, None
     while fi < len(payloads) or shown is not None:
@@ -34,13 +36,14 @@ async def source(dut, payloads):
         dut.s_valid.value = int(shown is not None)
         dut.s_data.value = shown[0] if shown else 0
         dut.s_last.value = int(shown[1]) if shown else 0
+        dut.s_abort.value = int(shown[2]) if shown else 0
         await ReadOnly()
         ready = int(dut.s_ready.value)
         await RisingEdge(dut.clk)
         shown = None
         if go and armed and fi < len(payloads):
             p = payloads[fi]
-            shown = (p[bi], bi == len(p) - 1)
+            shown = (p[bi], bi == len(p) - 1, bi == len(p) - 1 and aborts[fi])
             bi += 1
             if bi == len(p):
                 fi, bi, armed = fi + 1, 0, False
@@ -58,6 +61,7 @@ async def test_frames(dut):
     dut.rst.value = 1
     dut.s_valid.value = 0
     dut.s_last.value = 0
+    dut.s_abort.value = 0
     dut.s_data.value = 0
     dut.s_start.value = 0
     for _ in range(4):
@@ -101,6 +105,60 @@ async def test_frames(dut):
         assert len(b) == 8 + max(60, len(p)) + 4
     gaps = runs[-(len(payloads) - 1):]     # idle runs between the bursts
     assert len(gaps) == len(payloads) - 1 and all(g == 12 for g in gaps), gaps
+
+
+@_test
+async def test_abort(dut):
+    """Aborted (stomped) frames back to back with good ones: padding as usual, then the FCS
+    inverted with gmii_tx_er high on exactly those 4 bytes; frame_done only for good frames,
+    frame_aborted only for aborted ones, once each."""
+    cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
+    sink = GmiiSink(dut.gmii_txd, dut.gmii_tx_er, dut.gmii_tx_en, dut.clk, dut.rst)
+    dut.rst.value = 1
+    for n in ("s_valid", "s_last", "s_abort", "s_data", "s_start"):
+        getattr(dut, n).value = 0
+    for _ in range(4):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    rng = random.Random(5)
+    spec = [(20, True), (60, False), (1, True), (60, True), (1514, True), (59, False),
+            (61, True), (1514, False), (30, False), (45, True), (300, True), (1, False)]
+    payloads = [bytes(rng.randrange(256) for _ in range(n)) for n, _ in spec]
+    aborts = [a for _, a in spec]
+    pulses = []
+
+    async def mon():
+        cyc = 0
+        while True:
+            await RisingEdge(dut.clk)
+            await ReadOnly()
+            cyc += 1
+            d, a = int(dut.frame_done.value), int(dut.frame_aborted.value)
+            assert not (d and a)
+            if d:
+                pulses.append(("done", int(dut.frame_len.value), cyc))
+            if a:
+                pulses.append(("abort", None, cyc))
+    cocotb.start_soon(mon())
+    await source(dut, payloads, aborts)
+    for p, ab in zip(payloads, aborts, strict=True):
+        f = await sink.recv()
+        body = p + b"\x00" * max(0, 60 - len(p))
+        fcs = struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
+        assert bytes(f.get_payload()) == body
+        n = len(f.data)
+        assert n == f.get_preamble_len() + len(body) + 4
+        if ab:
+            assert bytes(f.get_fcs()) == bytes(x ^ 0xFF for x in fcs)
+            assert f.error is not None and list(f.error) == [0] * (n - 4) + [1] * 4, f.error
+        else:
+            assert bytes(f.get_fcs()) == fcs
+            assert f.error is None or not any(f.error)
+    for _ in range(40):
+        await RisingEdge(dut.clk)
+    assert [k for k, _, _ in pulses] == ["abort" if a else "done" for a in aborts], pulses
+    good = [p for p, a in zip(payloads, aborts, strict=True) if not a]
+    assert [ln for k, ln, _ in pulses if k == "done"] == [max(60, len(p)) + 4 for p in good]
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
