@@ -226,7 +226,7 @@ module fpga_core #(
         wire        act_valid, act_ready, act_drop, act_port;
         wire [11:0] act_start;
         wire [10:0] act_flen, act_src_off;
-        wire        act_cut, fin_valid, fin_ready, fin_good;
+        wire        act_cut, fin_valid, fin_ready, fin_good, b_idle;
         wire [10:0] fin_flen;
         wire [5:0]  act_hlen;
         wire [1:0]  act_kind;
@@ -256,7 +256,7 @@ module fpga_core #(
             .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_kind(act_kind),
             .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan), .act_tci(act_tci),
             .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip), .act_rh(act_rh),
-            .act_src_off(act_src_off), .act_cut(act_cut),
+            .act_src_off(act_src_off), .act_cut(act_cut), .out_idle(b_idle),
             .fin_valid(fin_valid), .fin_ready(fin_ready), .fin_good(fin_good), .fin_flen(fin_flen),
             .ev_cause(ev_cause[g*11 +: 11]), .ev_slot(ev_slot[g]), .ev_cache(ev_cache[g]),
             .ev_bucket(ev_bucket[g]), .ev_slot_idx(ev_slot_idx[g*3 +: 3]),
@@ -273,7 +273,7 @@ module fpga_core #(
             .fin_valid(fin_valid), .fin_ready(fin_ready), .fin_good(fin_good), .fin_flen(fin_flen),
             .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
             .req(b_req[g]), .m_data(b_data[g]), .m_valid(b_valid[g]), .m_last(b_last[g]),
-            .m_abort(b_abort[g]), .m_ready(b_ready[g]));
+            .m_abort(b_abort[g]), .m_ready(b_ready[g]), .idle(b_idle));
     end
     endgenerate
 

@@ -77,7 +77,8 @@ module wccp_builder #(
     output wire              m_valid,
     output wire              m_last,
     output wire              m_abort,      // with m_last: the frame is bad, stomp it
-    input  wire              m_ready
+    input  wire              m_ready,
+    output wire              idle          // no action accepted and not yet handed over
 );
     localparam DEPTH = 8;
     localparam [10:0] GRE_MAX = 11'd1472;   // GRE: at most this many buffer bytes
@@ -91,6 +92,7 @@ module wccp_builder #(
     // enable from the accept condition; timing) ----
     reg              act_on;        // an action is accepted and not yet handed over / skipped
     reg              ld_en;         // = !act_on (own register: the enable of the a_/h_ fields)
+    assign idle = ld_en;
     reg              a_drop, a_port, a_vl, a_cut, a_gre;
     reg              a_h0, a_h1;    // header length 0 / 1
     reg [BUF_AW-1:0] a_rd, a_end;   // first buffer byte, end of frame in buffer (act_cut = 0)
