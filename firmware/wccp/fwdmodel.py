@@ -15,7 +15,7 @@ implements the same:
  D2 Per-port rx frames/bytes count every received frame, dropped ones included, bytes
     incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache byte
     counters count the RECEIVED frame length incl. FCS. ``learnt`` (per rx port) counts
-    learn events: one per cache entry (slot, index) updated by a frame (D6).
+    learn events: one per cache entry (slot, index) whose location a frame changed (D6).
     ``rx_overflow`` exists for parity with the FPGA (egress FIFO overflow) and is always 0
     in the model.
  D3 Decision order: rx checks; Ethernet (not IPv4: normal, uncounted); IPv4 validity
@@ -35,7 +35,12 @@ implements the same:
     decapsulation), also while redirection is disabled, sets MAC := src MAC and port := rx
     port of every LIVE cache entry, in any slot, whose address equals the source IP. Only
     entries that exist (index < number of caches of the slot) take part in learning and in
-    the exclusions; the FPGA driver writes address 0 / method 0 into unused entries.
+    the exclusions; the FPGA driver writes address 0 / method 0 into unused entries. A
+    location that already holds that MAC and port (both known) is left alone and not
+    counted: ``learnt`` counts changes (a cache learnt, moved or re-learnt after a clear),
+    and a frame from a cache whose location is known does not wait for its own end (the
+    FPGA commits a learn only with a good frame status, so a learning frame is never cut
+    through; a steady cache's frames are).
  D7 Cache locations are live state per (slot, index), outside the shadow/live banks (the
     FPGA's CACHE_MAC registers): MAC and port, each known or not. Redirecting to a cache
     needs both; the L2-return MAC exclusion needs the MAC only. ``set_caches``: when the
@@ -522,8 +527,9 @@ class ForwardingModel(DataPlane):
                 if caches[i][C_ADDR] == src:
                     if loc is None:
                         loc = (bytes(frame[6:12]), port)
-                    self._loc[s][i] = loc
-                    self._c["learnt"][port] += 1
+                    if self._loc[s][i] != loc:
+                        self._loc[s][i] = loc
+                        self._c["learnt"][port] += 1
 
     def _decide(self, port, frame, now, learn):
         n = len(frame)

@@ -378,6 +378,9 @@ module wccp_decide #(
     reg  [7:0] mac_q;
     reg        mac_ok;
     reg        learn_r, mhit_r;  // t5 is a source-IP hit (learn) / an L2-return-MAC hit
+    reg        khit_r;           // t5 is a source-IP hit whose location is already this
+                                 // frame's (MAC and this port known): nothing to learn
+    reg        ln_here;          // t4's learnt word: MAC and port known, port = this port
     reg        scan_idle;        // nothing issued, in flight or waiting for a learn ack
     reg  [7:0] fcm;              // per slot: a source-IP or L2-return-MAC hit (from a cache)
     always @(posedge clk) begin
@@ -386,6 +389,7 @@ module wccp_decide #(
         for (kq = 0; kq < 8; kq = kq + 1)
             mac_q[kq] <= (ln_rdata[kq*6 +: 6] == f_src[kq*6 +: 6]);
         mac_ok <= (cm_rdata[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2) && ln_rdata[52];
+        ln_here <= ln_rdata[52] && ln_rdata[53] && (ln_rdata[51:48] == PORT[3:0]);
     end
 
     reg [2:0] mset;
@@ -649,7 +653,7 @@ module wccp_decide #(
         t1_a <= c_raddr; t2_a <= t1_a; t3_a <= t2_a; t4_a <= t3_a; t5_a <= t4_a;
         t5_oh <= 8'd1 << t4_a[7:5];
         for (ks = 0; ks < 8; ks = ks + 1) begin
-            fcm[ks] <= !state[S_C1] && (fcm[ks] || ((learn_r || mhit_r) && t5_oh[ks]));
+            fcm[ks] <= !state[S_C1] && (fcm[ks] || ((learn_r || mhit_r || khit_r) && t5_oh[ks]));
         end
         if (learn_r) begin
             lr_idx <= t5_a;
@@ -660,6 +664,7 @@ module wccp_decide #(
             iss_ld <= 1'b0;
             learn_r <= 1'b0;
             mhit_r <= 1'b0;
+            khit_r <= 1'b0;
             lr_valid <= 1'b0;
             lw <= 1'b0;
             ldisc <= 1'b0;
@@ -667,9 +672,12 @@ module wccp_decide #(
         end else begin
             // a learn hit: stop, drop what is in flight, resume after the hit once acknowledged
             // (or once the status has discarded the learn)
-            learn_r <= !learn_r && t4_v && (&ip_q);
+            // a source-IP hit learns (stops the scan, waits for the status) only where the
+            // location differs from this frame's (a steady cache's frames go on: cut-through)
+            learn_r <= !learn_r && t4_v && (&ip_q) && !(ln_here && (&mac_q));
+            khit_r <= !learn_r && t4_v && (&ip_q) && ln_here && (&mac_q);
             mhit_r <= !learn_r && t4_v && mac_ok && (&mac_q);
-            iss_ld <= state[S_C1] || (!learn_r && t4_v && (&ip_q));
+            iss_ld <= state[S_C1] || (!learn_r && t4_v && (&ip_q) && !(ln_here && (&mac_q)));
             lw <= l_hit && !s_have;
             lr_valid <= (l_hit && s_ok) || (lr_valid && !lr_ack);
             ldisc <= l_hit && s_nok;

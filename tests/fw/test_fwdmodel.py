@@ -637,6 +637,22 @@ def test_learning_applies_to_every_slot_with_that_cache():
     assert m.decide(0, eth(http(dport=443))).action == "redirect_gre"
 
 
+def test_learning_counts_only_changed_locations():
+    m = model(caches=[cache()])
+    hello = eth(ipv4(CACHE_IP, SERVER_IP, 17, udp(1, 2)), src=CACHE_MAC)
+    m.process(1, hello)
+    m.process(1, hello)                    # the location is already this frame's: no event
+    assert m.counters()["learnt"] == [0, 1]
+    m.process(0, hello)                    # the cache moved to port 0
+    assert m.cache_location(0, 0) == (CACHE_MAC, 0) and m.counters()["learnt"] == [1, 1]
+    m.process(0, eth(ipv4(CACHE_IP, SERVER_IP, 17, udp(1, 2)), src=CACHE2_MAC))    # a new MAC
+    assert m.cache_location(0, 0) == (CACHE2_MAC, 0) and m.counters()["learnt"] == [2, 1]
+    m.set_cache_location(0, 0, None, None)
+    m.commit()
+    m.process(0, eth(ipv4(CACHE_IP, SERVER_IP, 17, udp(1, 2)), src=CACHE2_MAC))    # after a clear
+    assert m.counters()["learnt"] == [3, 1]
+
+
 def test_set_cache_location_applies_after_commit():
     m = model(caches=[cache()])
     m.set_cache_location(0, 0, CACHE2_MAC, 0)
