@@ -61,6 +61,15 @@ def _program(targets, buckets, mask_sets):
         t.heartbeat()
 
 
+def _truncate(frame):
+    """frame (with FCS) with its IPv4 total length 100 bytes beyond the frame, FCS recomputed"""
+    b = bytearray(frame[:-4])
+    lt = 18 if b[12:14] == b"\x81\x00" else 14
+    tl = (b[lt + 2] << 8 | b[lt + 3]) + 100
+    b[lt + 2:lt + 4] = bytes([tl >> 8, tl & 255])
+    return with_fcs(bytes(b))
+
+
 @pytest.mark.parametrize("fpga", ["rtl", "rtl-spi", "model"])
 def test_driver_programs_twin_and_frames_match_model(fpga, tmp_path):
     rng = random.Random(6101)
@@ -93,7 +102,14 @@ def test_driver_programs_twin_and_frames_match_model(fpga, tmp_path):
                                                          b"\x00\x00\x88\x3e" + b"\x00\x00\x00\x00" + inner))
         from_cache = ether(GW_MAC, mac(CACHES[0][1]), ipv4(ip2int(CACHES[0][0]), ip2int("10.61.4.1"), 6, tcp(1, 80)))
         bad = [with_fcs(bytes(40))[:50], ether(GW_MAC, APPL_MAC, bytes(50))[:-1] + b"\x00"]
-        batches += [(0, udp_frames), (1, [gre_ret, from_cache]), (0, bad)]
+        # long client frames (cut through), and datagrams cut short by their frame's end: one
+        # per kind of decision (redirected: dropped, counted `truncated`; else forwarded)
+        long_frames = [ether(GW_MAC, mac("02:61:02:00:01:%02x" % i),
+                             ipv4(ip2int("10.61.2.%d" % (100 + i)), rng.getrandbits(32), 6,
+                                  tcp(41000 + i, (80, 443)[i % 2], b"y" * 900)))
+                       for i in range(6)]
+        cut_short = [_truncate(f) for f in client_frames(rng, 8, APPL_MAC, GW_MAC) + udp_frames[:4]]
+        batches += [(0, udp_frames), (1, [gre_ret, from_cache]), (0, bad), (0, long_frames), (0, cut_short)]
         redirected = 0
         for port, frames in batches:
             want = predict(ref, port, frames)
@@ -103,8 +119,10 @@ def test_driver_programs_twin_and_frames_match_model(fpga, tmp_path):
             redirected += sum(1 for o in want for f in want[o] if f[6:12] == APPL_MAC)
         c, rc = dp.counters(), ref.counters()
         for k in ("rx_frames", "tx_frames", "redirect_gre", "redirect_l2", "gre_return", "unassigned",
-                  "from_cache", "rx_runt", "rx_bad_fcs", "slot_frames", "cache_frames", "bucket_hits"):
+                  "from_cache", "rx_runt", "rx_bad_fcs", "slot_frames", "cache_frames", "bucket_hits",
+                  "truncated", "not_redirectable", "learnt"):
             assert c[k] == rc[k], k
+        assert rc["truncated"] > 0 and rc["not_redirectable"] > 0
         # raw per-(slot, cache) and per-(slot, bucket) registers: the assignment at work
         t = tw.transport()
         assert t.read(R.CACHECNT_BASE, 6)[0::2] == rc["cache_frames"][0][:3]
