@@ -252,6 +252,7 @@ async def twin(dut):
                     # a stomped frame (cut-through: its input turned out bad after its output
                     # had started): TX_ER and a bad FCS, which every receiver drops
                     tx_bad += 1
+                    log("port %d: stomped frame (tx_er) not delivered" % p.p)
                     continue
                 hub.tx(p.p, data)
         if any(p.busy() for p in ports):
