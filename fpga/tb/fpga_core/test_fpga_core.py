@@ -243,6 +243,16 @@ async def program(both, groups, mtu=1500):
     await both.commit()
 
 
+async def program_armed(tb, model, groups):
+    """Program groups into the model and the RTL, redirection armed without a watchdog timeout."""
+    from wccp_hw import Both
+    await program(Both(model, tb.hw), groups)
+    await tb.hw.arm(0)
+    await tb.hw.heartbeat()
+    model.arm(0)
+    model.heartbeat(now=0)
+
+
 def random_frame(sc, r):
     g = sc.gen
     x = r.random()
@@ -480,7 +490,6 @@ async def test_watchdog(dut):
 async def test_overflow(dut):
     """Both ports blast minimum-size frames that are GRE-redirected to one egress: the
     excess is dropped as whole frames and counted; every frame that leaves is exact."""
-    from wccp_hw import Both
     rng = random.Random(SEED + 11)
     tb = TB(dut)
     await tb.reset()
@@ -491,11 +500,7 @@ async def test_overflow(dut):
                    "service_flags": 0x2, "ports": []},
                [{"address": c[0], "forward": FWD_GRE, "ret": RET_GRE, "mac": sc.macs[0], "port": 1}],
                ("hash", [0] * 256))]
-    await program(Both(model, tb.hw), groups)
-    await tb.hw.arm(0)
-    await tb.hw.heartbeat()
-    model.arm(0)
-    model.heartbeat(now=0)
+    await program_armed(tb, model, groups)
     n = 120
     exp = [[], []]
     for i in range(n):
@@ -570,7 +575,6 @@ async def test_cut_through(dut):
     truncated datagram decided for a redirect is stomped and counted `truncated`; one decided
     for plain forwarding is forwarded whole."""
     from wccp_frames import with_fcs
-    from wccp_hw import Both
     rng = random.Random(SEED + 13)
     tb = TB(dut)
     await tb.reset()
@@ -586,11 +590,7 @@ async def test_cut_through(dut):
                    "service_flags": 0x2, "ports": []},
                [{"address": c[1], "forward": FWD_L2, "ret": RET_L2, "mac": sc.macs[1], "port": 1}],
                ("hash", [0] * 256))]
-    await program(Both(model, tb.hw), groups)
-    await tb.hw.arm(0)
-    await tb.hw.heartbeat()
-    model.arm(0)
-    model.heartbeat(now=0)
+    await program_armed(tb, model, groups)
     g = sc.gen
     inner = bytes(IP(src="8.8.1.1", dst="192.168.1.9") / TCP(sport=80, dport=4000, flags="A") / Raw(bytes(900)))
     paths = [("pass-through", 0, g.ip_frame(proto=6, dport=443, plen=(1000, 1000))),
