@@ -56,7 +56,7 @@ _PORT_TOTALS = (
     ("redirect_l2", R.CNT_REDIRECT_L2), ("redirect_gre", R.CNT_REDIRECT_GRE),
     ("gre_return_bad", R.CNT_GRE_RETURN_BAD), ("truncated", R.CNT_TRUNCATED),
 )
-_PORTCNT_WORDS = const(0x13)      # offsets 0 .. CNT_TRUNCATED
+_PORTCNT_WORDS = R.CNT_TRUNCATED + 1      # offsets 0 .. the last port counter (register map)
 
 
 class FpgaError(OSError):
