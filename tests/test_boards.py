@@ -74,6 +74,11 @@ def test_validator_rejects_bad_structure():
     assert any("pnr.core_mhz" in x for x in p)
     p = _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("seed", "1"))
     assert any("pnr.seed" in x for x in p)
+    p = _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("args", "--router router2"))
+    assert any("pnr.args" in x and "list" in x for x in p)
+    p = _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("args", ["--seed", "3"]))
+    assert any("pnr.args" in x and "--seed" in x for x in p)
+    assert _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("args", ["--router", "router2"])) == []
     with pytest.raises(boards.BoardError, match="unknown board"):
         boards.load("no_such_board")
 

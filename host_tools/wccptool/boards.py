@@ -337,6 +337,19 @@ def _validate_fpga(d, problems):
             sd = pnr.get("seed")
             if sd is not None and (isinstance(sd, bool) or not isinstance(sd, int) or sd < 0):
                 problems.append("pnr.seed: %r is not a non-negative integer" % (sd,))
+            pa = pnr.get("args")
+            if pa is not None:
+                if not isinstance(pa, list) or not all(isinstance(x, str) and x and " " not in x for x in pa):
+                    problems.append("pnr.args: %r must be a list of nextpnr arguments (strings without spaces)" % (pa,))
+                else:
+                    own = [x for x in pa if x.split("=")[0] in _PNR_OWN]
+                    if own:
+                        problems.append("pnr.args: %s set by the flow itself (device, files, seed)" % ", ".join(own))
+
+
+# nextpnr options the flow sets itself (fpga/tools/synth.py); a board's pnr.args may not repeat them
+_PNR_OWN = ("--25k", "--45k", "--85k", "--12k", "--um-25k", "--um5g-25k", "--package", "--speed", "--json",
+            "--textcfg", "--seed", "--lpf", "--report", "--freq", "--lpf-allow-unconstrained")
 
 
 def validate(defn):

@@ -68,8 +68,9 @@ def summarise(rep, fpga):
         lines.append("bitstream: %s (%d bytes)" % (rep["bitstream"], os.path.getsize(rep["bitstream"])
                                                    if os.path.exists(rep["bitstream"]) else 0))
     if rep.get("seed") is not None:
-        lines.append("place and route: seed %s, core clock constrained to %s MHz%s" % (
+        lines.append("place and route: seed %s, core clock constrained to %s MHz%s%s" % (
             rep["seed"], rep.get("core_mhz_constraint", "?"),
+            (", nextpnr " + rep["pnr_args"]) if rep.get("pnr_args") else "",
             "; sweep " + ", ".join("seed %s: %s" % (sd, ("%.2f MHz" % f) if f else "no result")
                                    for sd, f in sorted(rep["seeds"].items(), key=lambda kv: int(kv[0])))
             if rep.get("seeds") else ""))
@@ -117,6 +118,8 @@ def run(args):
            "--core-mhz", str(pnr.get("core_mhz", CORE_MHZ))]
     if args.seeds:
         cmd += ["--seeds", args.seeds]
+    if pnr.get("args"):
+        cmd += ["--pnr-args", " ".join(pnr["args"])]
     print("synth: %s" % " ".join(cmd), file=sys.stderr, flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=boards.ROOT)
     if p.returncode != 0:
