@@ -101,10 +101,12 @@ def test_seed_sweep_keeps_the_fastest_seed():
         assert r.returncode == 0, r.stderr[-2000:]
         flow = [sys.executable, os.path.join(ROOT, "fpga", "tools", "synth.py"), "--top", "deep", "--out", out,
                 "--pnr-only", "--freq", "400"]
-        r = subprocess.run(flow + ["--seeds", "1,2,3", "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
-                           timeout=900, env=env)
+        # extra nextpnr options as a board's pnr.args passes them (`wccp synth`: "--pnr-args=...")
+        r = subprocess.run(flow + ["--seeds", "1,2,3", "--jobs", "2", "--pnr-args=--tmg-ripup"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=900, env=env)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         rep = json.load(open(os.path.join(out, "report.json")))
+        assert rep["pnr_args"] == "--tmg-ripup", rep
         seeds = {int(k): v for k, v in rep["seeds"].items()}
         assert sorted(seeds) == [1, 2, 3] and all(v > 0 for v in seeds.values()), seeds
         assert seeds[rep["seed"]] == max(seeds.values()) == max(rep["fmax_mhz"].values()), rep

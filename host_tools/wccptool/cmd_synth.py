@@ -119,7 +119,7 @@ def run(args):
     if args.seeds:
         cmd += ["--seeds", args.seeds]
     if pnr.get("args"):
-        cmd += ["--pnr-args", " ".join(pnr["args"])]
+        cmd.append("--pnr-args=" + " ".join(pnr["args"]))     # "=": the value starts with "--"
     print("synth: %s" % " ".join(cmd), file=sys.stderr, flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=boards.ROOT)
     if p.returncode != 0:
