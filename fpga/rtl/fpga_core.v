@@ -321,7 +321,10 @@ module fpga_core #(
             e_last  <= gsel ? b_last[1] : b_last[0];
             e_abort <= gsel ? b_abort[1] : b_abort[0];
             e_valid <= !rst_e && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
-            e_start <= !rst_e && gv && (gsel ? b_valid[1] : b_valid[0]);
+            // the preamble starts with the grant: the owner raised its request 3 cycles
+            // before its first byte reaches its FIFO, and the MAC asks for that byte 5 cycles
+            // into the preamble (8 cycles and more after the request)
+            e_start <= !rst_e && gv;
         end
         wccp_mac_tx mac_tx (
             .clk(clk), .rst(rst_e), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),

@@ -25,7 +25,7 @@
 //  - A bad fin that is known when the action is loaded (taken no later than the cycle the
 //    action is accepted, i.e. the cycle before act_ready pulses) skips the frame: no egress
 //    request, no output, the space is released. A bad fin taken later (the request is raised
-//    3 cycles after the accept) ends the output with the next byte issued (2 cycles after the
+//    2 cycles after the accept) ends the output with the next byte issued (2 cycles after the
 //    fin is taken at the earliest: at least one byte is sent), marked m_abort and m_last; the
 //    egress MAC stomps the frame (inverted FCS with TX_ER).
 //  - act_drop with act_cut: skipped; its space is released once its fin is there.
@@ -181,6 +181,8 @@ module wccp_builder #(
     wire             done = (pop && m_last) || skip_rel;     // handed over / skipped
     wire             f_done = done && a_cut;
     wire             accept = ld_en && act_valid;
+    // in l2: the frame is skipped (dropped, nothing to send, or its fin is bad already)
+    wire             skip_n = a_drop || (!a_cut && a_h0 && c0) || (a_cut && fk && bad);
 
     assign buf_raddr = rd;
     assign m_valid = c_th[0];
@@ -283,7 +285,7 @@ module wccp_builder #(
             tcnt <= (a_cut && !a_gre) ? 12'hFFF : {6'd0, a_hlen} + {1'b0, cps};
             t_last <= !a_cut && ((a_h0 && c1) || (a_h1 && c0));
             t_2 <= 1'b0;            // (a cut GRE frame's tcnt starts at 1472 or more)
-            skip_r <= a_drop || (!a_cut && a_h0 && c0) || (a_cut && fk && bad);
+            skip_r <= skip_n;
         end
     end
 
@@ -338,7 +340,9 @@ module wccp_builder #(
             ld <= accept;
             l2 <= ld;
             go <= l2;
-            if (go && !skip_r) req <= a_port ? 2'b10 : 2'b01;
+            // the egress request goes out with l2 (the MAC starts its preamble on the grant,
+            // long before the first byte is due; see fpga_core)
+            if (l2 && !skip_n) req <= a_port ? 2'b10 : 2'b01;
         end
     end
 endmodule
