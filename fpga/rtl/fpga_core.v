@@ -321,9 +321,9 @@ module fpga_core #(
             e_last  <= gsel ? b_last[1] : b_last[0];
             e_abort <= gsel ? b_abort[1] : b_abort[0];
             e_valid <= !rst_e && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
-            // the preamble starts with the grant: the owner raised its request 3 cycles
-            // before its first byte reaches its FIFO, and the MAC asks for that byte 5 cycles
-            // into the preamble (8 cycles and more after the request)
+            // the preamble starts with the grant (latency): the owner's first byte is in its
+            // FIFO at most 4 cycles after the grant and is popped no earlier than 6 cycles
+            // after it (the MAC asks for it 2 cycles into the preamble)
             e_start <= !rst_e && gv;
         end
         wccp_mac_tx mac_tx (

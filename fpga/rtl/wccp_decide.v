@@ -253,6 +253,10 @@ module wccp_decide #(
     wire [7:0]  c_pr0, c_needp;  // slot's protocol is 0; slot needs a port match
     reg [7:0]   smatch_r;
     reg [2:0]   msl;
+    // copies of msl for its far consumers (timing: msl feeds the 96-bit configuration mux;
+    // the copies reset to different values and msl is not reset, so yosys keeps all three):
+    // msl_f picks the slot's from-a-cache flag, msl_a the table addresses and the slot index
+    reg [2:0]   msl_f, msl_a;
     reg         mfound;
     reg [2:0]   first_slot;
     reg         any_slot;
@@ -449,6 +453,8 @@ module wccp_decide #(
             smatch_r[cs] <= c_protok[cs] && (!c_needp[cs] || (!c_pz[cs] && c_pm[cs]));
         end
         msl <= first_slot;
+        msl_f <= rst ? 3'd0 : first_slot;
+        msl_a <= rst ? 3'd7 : first_slot;
         mfound <= any_slot;
         m_ctrl <= grp_ctrl[msl*32 +: 32];
         m_svc <= grp_svc[msl*32 +: 32];
@@ -458,7 +464,7 @@ module wccp_decide #(
         r_dyn <= (m_svc[7:0] == 8'd1);
         r_svcid <= m_svc[15:8];
         // read in S_PRE2: the scan (and its last learn) is over since S_PRE
-        r_fromc <= fcm[msl];
+        r_fromc <= fcm[msl_f];
 
         for (kc = 0; kc < 4; kc = kc + 1)
             g_m[kc] <= (f_dip[kc*8 +: 8] == router_id[kc*8 +: 8]);
@@ -534,10 +540,10 @@ module wccp_decide #(
 
         // table addresses: every cycle from the registers they depend on (the bucket: the
         // primary until S_B1, then the alternate)
-        c_raddr <= iss_on ? {iss_slot, iss_idx} : {msl, cidx[4:0]};
-        bk_raddr <= {msl, (alt_used || state[S_B1] || state[S_B1L]) ? ab[7:2] : pb[7:2]};
-        mp_raddr <= {msl, mset[1:0], !state[S_MA]};
-        mt_raddr <= {msl, mset[1:0], midx[6:2]};
+        c_raddr <= iss_on ? {iss_slot, iss_idx} : {msl_a, cidx[4:0]};
+        bk_raddr <= {msl_a, (alt_used || state[S_B1] || state[S_B1L]) ? ab[7:2] : pb[7:2]};
+        mp_raddr <= {msl_a, mset[1:0], !state[S_MA]};
+        mt_raddr <= {msl_a, mset[1:0], midx[6:2]};
 
         // hash: the bucket byte names the cache, or the alternate bucket (bit 7), or none
         alt_used <= !state[S_C1] && (alt_used || (state[S_B1L] && byte_pb[7] && !pb_ff));
@@ -833,7 +839,7 @@ module wccp_decide #(
         // until the next take; the indices are frozen while the engine waits (wt): msl and
         // pb follow the configuration, which a commit may switch then
         if (!wt) begin
-            ev_slot_idx <= msl;
+            ev_slot_idx <= msl_a;
             ev_cache_idx <= cidx[4:0];
             ev_bucket_idx <= pb;
         end
