@@ -71,9 +71,12 @@ def test_synth_colorlight_5a75b_flow():
         assert core_line and "needs 125 MHz: OK" in core_line[0], text
         assert "place and route: seed %d, core clock constrained to 150" % fb["pnr"]["seed"] in text, text
         # the same inputs again: served from the cache, same numbers, same bitstream
-        p2 = wccp("synth", "--board", "colorlight_5a75b", "--out", out + "-again", "--json", timeout=120)
+        # (--out relative to the working directory: made absolute, as the YoWASP tools need)
+        p2 = wccp("synth", "--board", "colorlight_5a75b", "--out", os.path.relpath(out + "-again", ROOT), "--json",
+                  timeout=120)
         assert p2.returncode == 0, p2.stderr[-2000:]
         rep2 = json.loads(p2.stdout)
+        assert rep2["bitstream"] == os.path.join(out + "-again", "fpga.bit"), rep2["bitstream"]
         assert rep2["cached"] is True and "result from cache" in p2.stderr
         assert rep2["fmax_mhz"] == rep["fmax_mhz"] and rep2["util"] == rep["util"]
         assert open(rep2["bitstream"], "rb").read() == bit

@@ -95,7 +95,8 @@ def run(args):
     if args.top == "fpga" and not os.path.exists(lpf):
         print("wccp synth: constraints %s of board %s missing" % (fb["constraints"], fb["name"]), file=sys.stderr)
         return 2
-    out = args.out or os.path.join(boards.ROOT, "build", "synth", fb["name"])
+    # absolute: the YoWASP tools resolve paths inside their own mounts, not from this directory
+    out = os.path.abspath(args.out) if args.out else os.path.join(boards.ROOT, "build", "synth", fb["name"])
     pnr = fb.get("pnr") or {}
     seed = args.seed if args.seed is not None else int(pnr.get("seed", 1))
     seeds = args.seeds or str(seed)
