@@ -174,8 +174,6 @@ module wccp_decide #(
         S_C = 30,
         S_GRE = 31,
         S_GRE2 = 32,
-        S_GRE3 = 33,
-        S_GRE4 = 34,
         S_OUT = 35,
         S_B1L = 36,
         S_B2L = 37,
@@ -564,10 +562,11 @@ module wccp_decide #(
         ck_gre    <= k_okg && ln_known && !cm_l2;
         ck_dm     <= ln_known && (cm_l2 ? k_ok : k_okg);
 
-        // GRE checksum: cache_ip from S_C, four adds (S_GRE .. S_GRE4)
+        // GRE checksum: every cycle from the cache table's read data (the chosen cache's
+        // address from S_CK on, stable until the action), three adds, the result in S_GRE2
         if (state[S_C]) cache_ip <= ca_rdata;
         cs1 <= rid_sum + {4'd0, gre_tl_r};
-        cs2 <= {4'd0, cache_ip[31:16]} + {4'd0, cache_ip[15:0]};
+        cs2 <= {4'd0, ca_rdata[31:16]} + {4'd0, ca_rdata[15:0]};
         cs3 <= cs1 + cs2;
         cs4 <= {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
     end
@@ -633,13 +632,7 @@ module wccp_decide #(
     reg  lw, ldisc;
     wire l_hit = learn_r || lw;
     always @(posedge clk) begin
-        if (sf_none) begin
-            iss_slot <= 3'd2;
-            iss_idx <= 5'd0;
-            iss_left <= 7'h7F;                     // as an empty slot (cfg's nm1(0))
-            iss_nsh <= {7{7'h7F}};
-            iss_last <= 1'b0;
-        end else if (iss_ld) begin
+        if (iss_ld) begin
             {iss_slot, iss_idx, iss_left, iss_nsh, iss_last} <= t4_s;
         end else if (iss_on) begin
             if (!iss_left[6]) begin
@@ -693,10 +686,13 @@ module wccp_decide #(
             end else begin
                 // the scan starts in S_C2 for a valid IPv4 header (learning happens also while
                 // disabled) (no scan in flight and no learn pending in S_C2)
+                // a "no" from the prefilter ends the scan at once: nothing issued or in
+                // flight can hit (no learn is pending then: the scan starts in S_C2)
                 iss_on <= (state[S_C2] && f_ip_hdr_ok) || (lr_valid && lr_ack) || ldisc ||
-                          (iss_on && !(iss_left[6] && iss_last));
+                          (iss_on && !(iss_left[6] && iss_last) && !sf_none);
                 t0_v <= iss_on && !iss_left[6] && !sf_none;
-                t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v; t5_v <= t4_v;
+                t1_v <= t0_v && !sf_none; t2_v <= t1_v && !sf_none; t3_v <= t2_v && !sf_none;
+                t4_v <= t3_v && !sf_none; t5_v <= t4_v && !sf_none;
             end
         end
         scan_idle <= !(lr_valid || lw || ldisc || iss_on || t0_v || t1_v || t2_v || t3_v || t4_v ||
@@ -752,15 +748,13 @@ module wccp_decide #(
         nx[S_C]    = state[S_CK];
         nx[S_GRE]  = state[S_C] && ck_gre;
         nx[S_GRE2] = state[S_GRE];
-        nx[S_GRE3] = state[S_GRE2];
-        nx[S_GRE4] = state[S_GRE3];
         // the decision is made (S_WST's first cycle). The status is there (s_rdy): commit, the
         // action carries it (S_OUT). It is not, nor coming (cut_go): cut-through, the action
         // leaves now (S_CA), the status follows (S_CW: commit) on the fin channel (S_FIN).
         // It is being latched: wait for s_rdy (at most two cycles).
         nx[S_WST]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
                      (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
-                     (state[S_C] && !ck_gre) || state[S_GRE4] ||
+                     (state[S_C] && !ck_gre) || state[S_GRE2] ||
                      (state[S_WST] && !s_rdy && !cut_go);
         // act_valid is high throughout S_OUT
         nx[S_OUT]  = (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready));
@@ -786,7 +780,8 @@ module wccp_decide #(
         end else begin
             state <= nx;
             in_ready <= state[S_IDLE] && take;
-            act_valid <= (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready)) ||
+            act_valid <= (state[S_WST] && (s_rdy || cut_go)) ||
+                         (state[S_OUT] && !(act_valid && act_ready)) ||
                          (state[S_CA] && !(act_valid && act_ready));
             st_pop <= commit;
             fin_valid <= (state[S_CW] && s_rdy) || (state[S_FIN] && !(fin_valid && fin_ready));
@@ -858,7 +853,7 @@ module wccp_decide #(
         end
         if ((state[S_DEC] && x_retok) || (state[S_C] && ck_dm))
             act_dmac <= state[S_DEC] ? r_decmac : ln_rdata[47:0];
-        if (state[S_GRE4]) begin
+        if (state[S_GRE2]) begin
             act_csum <= ~(cs4[15:0] + {15'd0, cs4[16]});
             act_cip <= cache_ip;
             act_rh <= rh;
@@ -877,7 +872,7 @@ module wccp_decide #(
     // kind, else dropped.
     // The fin (S_FIN): fin_good unless the frame is bad or a truncated datagram that the
     // decision redirects, decapsulates or drops (C_TRUNC).
-    wire ca = state[S_CA];
+    wire ca = state[S_CA] || (state[S_WST] && !s_rdy && cut_go);
     wire use_d = ca || s_ok;
     always @(posedge clk) begin
         act_start <= f_start;
