@@ -168,7 +168,6 @@ module wccp_decide #(
         S_MTW1 = 24,
         S_MTW2 = 25,
         S_M2 = 26,
-        S_CIDX = 27,
         S_CW1 = 28,
         S_CW2 = 29,
         S_C = 30,
@@ -538,7 +537,10 @@ module wccp_decide #(
 
         // table addresses: every cycle from the registers they depend on (the bucket: the
         // primary until S_B1, then the alternate)
-        c_raddr <= iss_on ? {iss_slot, iss_idx} : {msl_a, cidx[4:0]};
+        // the cache: its index straight from the table byte in the state that reads it
+        c_raddr <= iss_on ? {iss_slot, iss_idx} :
+                   {msl_a, state[S_B1L] ? byte_pb[4:0] : state[S_B2L] ? byte_ab[4:0] :
+                           state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
         bk_raddr <= {msl_a, (alt_used || state[S_B1] || state[S_B1L]) ? ab[7:2] : pb[7:2]};
         mp_raddr <= {msl_a, mset[1:0], !state[S_MA]};
         mt_raddr <= {msl_a, mset[1:0], midx[6:2]};
@@ -738,10 +740,10 @@ module wccp_decide #(
         nx[S_MTW3] = state[S_MTW2];
         nx[S_M2]   = state[S_MTW3];
         nx[S_M2L]  = state[S_M2];
-        // the cache: address from S_CIDX, flags in S_CK (an index past the count: in S_C)
-        nx[S_CIDX] = (state[S_B1L] && !byte_pb[7]) || (state[S_B2L] && !ab_ff) ||
+        // the cache: address from the table byte's state, flags in S_CK (an index past the
+        // count: in S_C)
+        nx[S_CW1]  = (state[S_B1L] && !byte_pb[7]) || (state[S_B2L] && !ab_ff) ||
                      (state[S_M2L] && !mt_ff);
-        nx[S_CW1]  = state[S_CIDX];
         nx[S_CW2]  = state[S_CW1];
         nx[S_CW3]  = state[S_CW2];
         nx[S_CK]   = state[S_CW3];
