@@ -321,10 +321,12 @@ module fpga_core #(
             e_last  <= gsel ? b_last[1] : b_last[0];
             e_abort <= gsel ? b_abort[1] : b_abort[0];
             e_valid <= !rst_e && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
-            // the preamble starts with the grant (latency): the owner's first byte is in its
-            // FIFO at most 4 cycles after the grant and is popped no earlier than 6 cycles
-            // after it (the MAC asks for it 2 cycles into the preamble)
-            e_start <= !rst_e && gv;
+            // the preamble starts with a request that the arbiter grants in this cycle, or
+            // with the grant (latency): the owner's first byte is in its FIFO at most 4
+            // cycles after the grant and is popped no earlier than 5 cycles after it (the
+            // MAC asks for it 2 cycles into the preamble). An idle arbiter grants any
+            // request in the next cycle; a builder that requests always sends a frame.
+            e_start <= !rst_e && (gv || b_req[0][g] || b_req[1][g]);
         end
         wccp_mac_tx mac_tx (
             .clk(clk), .rst(rst_e), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),
