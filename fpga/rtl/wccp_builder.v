@@ -340,9 +340,12 @@ module wccp_builder #(
             ld <= accept;
             l2 <= ld;
             go <= l2;
-            // the egress request goes out with l2 (the MAC starts its preamble on the grant,
-            // long before the first byte is due; see fpga_core)
-            if (l2 && !skip_n) req <= a_port ? 2'b10 : 2'b01;
+            // the egress request goes out with l2 (the MAC starts its preamble with it, long
+            // before the first byte is due; see fpga_core), for a cut frame without a fin yet
+            // with ld already: such a frame is not skipped (skip_n in l2 sees no fin taken
+            // before the accept), it is sent, or stomped if its fin turns out bad
+            if ((l2 && !skip_n) || (ld && a_cut && !a_drop && !f_have))
+                req <= a_port ? 2'b10 : 2'b01;
         end
     end
 endmodule
