@@ -25,9 +25,9 @@
 //  - A bad fin that is known when the action is loaded (taken no later than the cycle the
 //    action is accepted, i.e. the cycle before act_ready pulses) skips the frame: no egress
 //    request, no output, the space is released. A bad fin taken later (the request is raised
-//    2 cycles after the accept) ends the output with the next byte issued (2 cycles after the
-//    fin is taken at the earliest: at least one byte is sent), marked m_abort and m_last; the
-//    egress MAC stomps the frame (inverted FCS with TX_ER).
+//    1 cycle after the accept, or 2 when a fin was there) ends the output with the next byte
+//    issued (2 cycles after the fin is taken at the earliest: at least one byte is sent),
+//    marked m_abort and m_last; the egress MAC stomps the frame (inverted FCS with TX_ER).
 //  - act_drop with act_cut: skipped; its space is released once its fin is there.
 //  - GRE (kind 2) with act_cut: the clipped copy's last byte (buffer byte 1472) is not issued
 //    before the fin is there (the frame might still turn out bad); any other byte is issued as
