@@ -52,6 +52,11 @@ CLEANUP=()
 cleanup() { local d; for d in "${CLEANUP[@]}"; do rm -rf "$d"; done; }
 trap cleanup EXIT
 export DEBIAN_FRONTEND=noninteractive
+# apt, run as root, drops to its _apt user for downloads and signature checks. Where that user
+# cannot write /dev/null (a fresh machine of this workplace had it at mode 0755), apt-key fails,
+# every `apt-get update` is refused as unsigned and the deb-src entries never load. apt keeps
+# root's privileges instead (an option that has no effect when apt is not run as root).
+apt-get() { command apt-get -o APT::Sandbox::User=root "$@"; }
 
 ensure_deb_src() {
   # apt-get source needs a deb-src entry for this release.

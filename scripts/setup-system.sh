@@ -21,5 +21,7 @@ else
   SUDO=
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# -o APT::Sandbox::User=root: apt keeps root's privileges for downloads and signature checks,
+# for a machine whose /dev/null its _apt user cannot write (see scripts/build-squid.sh)
+$SUDO apt-get -o APT::Sandbox::User=root update -qq
+$SUDO apt-get -o APT::Sandbox::User=root install -y -qq --no-install-recommends "${need[@]}" >/dev/null
