@@ -3,6 +3,9 @@
 // With m_last: m_good (frame OK), m_runt, m_bad_fcs, m_oversize, m_len (incl. FCS).
 // The last byte comes one idle cycle after the others (the FCS residue compare is
 // registered in the cycle rx_dv drops; timing), so m_valid has one gap before m_last.
+// Early stream (for the parser, 5 cycles ahead of m_data): every byte after the SFD, FCS
+// included, one cycle after it is on gmii_rxd (e_valid, e_data), and e_end in the cycle
+// after the last one (e_valid low then; the cycle before m_last).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_mac_rx #(
@@ -21,7 +24,10 @@ module wccp_mac_rx #(
     output reg         m_runt,
     output reg         m_bad_fcs,
     output reg         m_oversize,
-    output reg  [11:0] m_len
+    output reg  [11:0] m_len,
+    output wire [7:0]  e_data,
+    output reg         e_valid,
+    output wire        e_end
 );
 `include "wccp_crc32.vh"
 
@@ -43,6 +49,8 @@ module wccp_mac_rx #(
     wire       crc_ok = &crc_okb;
     reg        fin;        // the frame ended in the previous cycle: emit its last byte
     wire [31:0] crc = crc_s ^ dt;
+    assign e_data = dly[7:0];
+    assign e_end = fin;
     // terms of the nibbles of a byte, each its own LUT level (keep: synthesis would otherwise
     // share XORs between bits and build deeper chains; timing)
     (* keep *) wire [31:0] t_lo;
@@ -66,6 +74,7 @@ module wccp_mac_rx #(
         m_bad_fcs <= 1'b0;
         m_oversize <= 1'b0;
         fin <= 1'b0;
+        e_valid <= !rst && (state == S_DATA) && gmii_rx_dv;
         crc_okb <= {crc[31:24] == 8'hDE, crc[23:16] == 8'hBB, crc[15:8] == 8'h20, crc[7:0] == 8'hE3};
         if (rst) begin
             state <= S_IDLE;

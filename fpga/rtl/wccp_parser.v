@@ -1,8 +1,21 @@
-// Frame parser: watches the receive stream (FCS already removed) and extracts
-// Ethernet (+ one 802.1Q tag), IPv4 and TCP/UDP/GRE fields.
+// Frame parser: watches the receive stream straight from the MAC (FCS included: the
+// parser runs 5 cycles ahead of the MAC's FCS delay line) and extracts Ethernet (+ one
+// 802.1Q tag), IPv4 and TCP/UDP/GRE fields of the frame without its FCS. s_end marks the
+// stream's end, in the cycle after its last byte (s_valid low then).
+//
+// The FCS: the last 4 bytes of the stream are the FCS, which is only known at the end.
+// Every header byte of a frame of at least 64 bytes (the minimum size; shorter frames are
+// runts, dropped whatever they carry) before byte 60 is a data byte, so a header point
+// before byte 60 is final at once. A header point at byte 60 or later (IPv4 options, VLAN
+// and GRE) is final only when 4 more bytes have come (they may be the FCS: then the frame
+// ends before its header point, as below): hdr_done waits for them. L4 bytes taken from
+// the FCS are cleared at the end (the last 4 bytes' L4 positions are kept); the lengths
+// (frame_len, avail) leave the FCS out. Only L4 bytes lie beyond byte 59 in a frame that
+// is not a runt.
 //
 // Two result strobes (a byte on s_data in cycle t is in the input register in t+1 and its
-// fields are captured at the end of t+1, visible in t+2):
+// fields are captured at the end of t+1, visible in t+2; byte index k counts from the
+// destination MAC's first byte):
 //  - hdr_done: one-cycle pulse, exactly once per frame, in the first cycle in which the
 //    header fields the decision uses are final (dst/src MAC, vlan, vlan_tci, is_ip, proto,
 //    sip, dip, sport, dport, totlen, ihl, l4_word0, l4_byte4, l4_len4, l4_len8, tcpudp,
@@ -12,15 +25,15 @@
 //      IPv4 protocol 47 (GRE): IPv4 header byte 19 and L4 byte 11 both received;
 //      other IPv4: IPv4 header byte 19 and L4 byte 3 both received (for them l4_byte4,
 //        l4_len4 and l4_len8 are not part of the header and go on changing until done);
+//    cycle t+2 for a header point byte k < 60; for k >= 60, t+2 for byte k+4 (a data byte:
+//    the FCS follows it);
 //    a frame that ends before its header point gets hdr_done together with done; if its
 //    IPv4 datagram is also cut short (avail low), ip_hdr_ok is low with that hdr_done (the
 //    fields a decision would use are not all in the frame: forwarded normally).
 //    The fields stay valid until done.
-//  - done: the third cycle after the last byte (t+3 for s_last in t: the input register,
-//    then one cycle computes `avail` from registered fields). frame_len, avail and ip_ok
-//    are valid only here. Every field stays valid until done and is cleared after it; at
-//    least one idle cycle (s_valid low) must follow s_last (the GMII MAC guarantees many:
-//    interframe gap, preamble, FCS delay).
+//  - done: the second cycle after s_end (t+2 for s_end in t: the input register, then one
+//    cycle computes `avail` and `frame_len` from registered fields). frame_len, avail and
+//    ip_ok are valid only here. Every field stays valid until done and is cleared after it.
 //
 // Timing: the input byte is registered with its compares (zero byte/nibbles, 0x08, 0x81,
 // TCP/UDP, GRE, version 4 with IHL >= 5) and every field is captured with an enable one LUT
@@ -39,14 +52,14 @@ module wccp_parser (
     input  wire         rst,
     input  wire [7:0]   s_data,
     input  wire         s_valid,
-    input  wire         s_last,
+    input  wire         s_end,       // the cycle after the stream's last byte
     output reg          done,
     output reg          hdr_done,    // header fields final (see above), once per frame
     output reg  [47:0]  dst_mac,
     output reg  [47:0]  src_mac,
     output reg          vlan,
     output reg  [15:0]  vlan_tci,
-    output wire [10:0]  frame_len,   // bytes without FCS (valid at done)
+    output reg  [10:0]  frame_len,   // bytes without FCS (valid at done)
     output wire         is_ip,       // ethertype 0x0800 and at least one IPv4 byte
     output wire         ip_hdr_ok,   // IPv4 header valid for redirect (valid with hdr_done)
     output reg          avail,       // whole IPv4 datagram received, frame < 2 KiB (at done)
@@ -86,7 +99,11 @@ module wccp_parser (
     reg [7:0]  prot;
     reg [31:0] s_ip, d_ip;
     reg [7:0]  l4b [0:11];
-    reg        done0;        // cycle after the last byte: fields final
+    reg        done0;        // s_end registered (cycle after the last byte): fields final
+    reg        ge60;         // the byte in the input register is byte 60 or later
+    reg [3:0]  hpw;          // a header point at byte >= 60, 1..4 bytes ago
+    reg [47:0] lhx;          // L4 positions (lh) of the last 4 bytes, newest in [11:0]
+    reg [16:0] tlen4;        // tlen + 4: the datagram and the FCS
     reg        ihl_good, tl_hdr, tl_hdr4;
     reg        hp_next;      // the next byte is the IPv4 header point
     reg        hd_seen;      // hdr_done already given for this frame
@@ -95,12 +112,12 @@ module wccp_parser (
 
     // input register stage with the byte compares precomputed (timing: every capture
     // enable and flag is then one or two LUT levels from registers)
-    reg        v, last;
+    reg        v;
     reg [7:0]  d;
     reg        zlo, z54, b00, b08, b81, b_tu, b_gre, b_v45;
     always @(posedge clk) begin
         v <= s_valid && !rst;
-        last <= s_last;
+        done0 <= !rst && s_end;
         d <= s_data;
         zlo <= (s_data[3:0] == 4'd0);
         z54 <= (s_data[5:4] == 2'd0);
@@ -114,11 +131,10 @@ module wccp_parser (
     // Fields are cleared after `done` (and at reset), so a frame starts from zeros; the
     // first byte of the next frame may coincide with the clear (it only feeds dst_mac).
     wire clr = rst || done;
-    assign frame_len = fcnt[10:0];
 
     // byte positions (one-hot shift registers, restarted by a synchronous reset at the
     // frame end) and the L4 start counter
-    wire restart = rst || (v && last);
+    wire restart = rst || done0;
     always @(posedge clk) begin
         if (restart) begin
             eh <= 17'd1;
@@ -130,6 +146,8 @@ module wccp_parser (
             lcd1 <= 1'b0;
             etlo <= 1'b0;
             hp_next <= 1'b0;
+            hpw <= 4'd0;
+            lhx <= 48'd0;
         end else if (v) begin
             eh <= {eh[15:0], 1'b0};
             dm_pos <= |eh[4:0];
@@ -154,13 +172,16 @@ module wccp_parser (
             // is the later one for IHL < 5 (GRE: IHL < 3). gre, ihl_lo3/5 are final from
             // IPv4 byte 10 on; every position used here comes after it.
             hp_next <= gre ? (ihl_lo3 ? ih[18] : lh[10]) : (ihl_lo5 ? ih[18] : lh[2]);
+            // a header point at byte 60 or later is final with the 4th byte after it
+            hpw <= {hpw[2:0], hp_next && ge60};
+            lhx <= {lhx[35:0], lh};
         end
     end
-    // header point of this byte: the IPv4 one, or the low ethertype byte of a non-IPv4
-    // frame (not 0x0800, and not 0x8100 as the first ethertype)
-    wire hpt = v && (hp_next || (etlo && (!b00 || et_nx)));
+    // header point final in this byte: the IPv4 one before byte 60, the 4th byte after an
+    // IPv4 one at byte 60 or later, or the low ethertype byte of a non-IPv4 frame (not
+    // 0x0800, and not 0x8100 as the first ethertype; always before byte 60)
+    wire hpt = v && ((hp_next && !ge60) || hpw[3] || (etlo && (!b00 || et_nx)));
     always @(posedge clk) begin
-        done0 <= !rst && v && last;
         done <= !rst && done0;
         // v is low in done0's cycle (the idle cycle after the last byte)
         hdr_done <= !rst && (hpt || (done0 && !hd_seen));
@@ -170,6 +191,10 @@ module wccp_parser (
     always @(posedge clk) begin
         if (clr) fcnt <= {11'd0, v && !rst};
         else if (v && !fcnt[11]) fcnt <= fcnt + 12'd1;
+        // fcnt is the index of the byte in the input register
+        if (clr) ge60 <= 1'b0;
+        else if (v && fcnt == 12'd59) ge60 <= 1'b1;
+        if (done0) frame_len <= fcnt[10:0] - 11'd4;
         if (clr) ipn <= 11'd0;
         else if (v && in_ip) ipn <= ipn + 11'd1;
     end
@@ -226,6 +251,10 @@ module wccp_parser (
             if (|ih[19:16]) d_ip <= {d_ip[23:0], d};
             for (k = 0; k < 12; k = k + 1)
                 if (lh[k]) l4b[k] <= d;
+        end else if (done0) begin
+            // L4 bytes taken from the last 4 bytes (the FCS) are not the frame's
+            for (k = 0; k < 12; k = k + 1)
+                if (lhx[k] || lhx[12 + k] || lhx[24 + k] || lhx[36 + k]) l4b[k] <= 8'd0;
         end
     end
 
@@ -234,9 +263,11 @@ module wccp_parser (
     always @(posedge clk) begin
         tl_hdr <= (tlen[15:2] >= {10'd0, ihl_r});    // tlen >= 4*IHL
         tl_hdr4 <= (tlen[15:2] > {10'd0, ihl_r});    // tlen >= 4*IHL + 4
-        // frames of 2 KiB and more wrap frame_len to 0 and never count as available
+        tlen4 <= {1'b0, tlen} + 17'd4;
+        // ipn counts the FCS too (not IPv4: 0, tlen 0); frames of 2 KiB and more (FCS
+        // included) never count as available
         if (rst) avail <= 1'b0;
-        else if (done0) avail <= ({5'd0, ipn} >= tlen) && !fcnt[11];
+        else if (done0) avail <= (!ip_any || {6'd0, ipn} >= tlen4) && !fcnt[11];
     end
 
     assign is_ip     = ip_any;

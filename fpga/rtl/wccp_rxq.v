@@ -1,13 +1,15 @@
 // Receive queue (one per port): MAC rx + parser + frame buffer + queue of parse bundles +
 // queue of frame statuses (one per bundle, in the same order).
 //
-// Every byte of a frame is written to the buffer as it arrives (while there is room). The
+// Every byte of a frame is written to the buffer as it comes out of the MAC's FCS delay line
+// (while there is room). The parser watches the MAC's early stream, 5 cycles ahead of that
+// line (see wccp_parser: a header point at byte 60 or later waits for 4 more bytes). The
 // bundle (header fields, start address) is pushed as soon as the parser's header fields are
 // final (in the parser's hdr_done cycle; q_valid in the next one), while the frame is still
 // arriving, if the frame has not overflowed the buffer and the bundle queue has room; the
 // decision can then run while the rest of the frame arrives. Otherwise the frame takes the
 // store-and-forward path: its bundle is pushed at the parser's done if it is complete and
-// good, else it is dropped whole. At the parser's done (three cycles after the last byte)
+// good, else it is dropped whole. At the parser's done (the cycle after the MAC's last byte)
 // the frame's status is pushed for every frame whose bundle was pushed: st_good (complete,
 // FCS and size good, not overflowed), st_avail (the whole IPv4 datagram arrived) and st_flen
 // (the bytes the frame occupies in the buffer: its length without FCS when good, 0
@@ -70,14 +72,17 @@ module wccp_rxq #(
     wire [7:0]  r_data;
     wire        r_valid, r_last, r_good, r_runt, r_bad, r_over;
     wire [11:0] r_len;
+    wire [7:0]  e_data;           // the MAC's early stream (FCS included) for the parser
+    wire        e_valid, e_end;
     wccp_mac_rx mac (
         .clk(clk), .rst(rst), .gmii_rxd(gmii_rxd), .gmii_rx_dv(gmii_rx_dv), .gmii_rx_er(gmii_rx_er),
         .m_data(r_data), .m_valid(r_valid), .m_last(r_last), .m_good(r_good), .m_runt(r_runt),
-        .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len));
+        .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len), .e_data(e_data), .e_valid(e_valid),
+        .e_end(e_end));
 
     wire        p_vlan, p_is_ip, p_ip_hdr_ok, p_avail, p_tcpudp;
     wire        p_hdr_done;   // header fields final (while the frame arrives, or with p_done)
-    wire        p_done;       // frame results final (three cycles after r_last)
+    wire        p_done;       // frame results final (the cycle after r_last)
     /* verilator lint_off UNUSEDSIGNAL */
     wire [15:0] p_sport, p_dport;   // stored as l4w0 + the TCP/UDP flag instead
     wire        p_ip_ok;
@@ -89,7 +94,7 @@ module wccp_rxq #(
     wire [31:0] p_sip, p_dip, p_l4w0;
     wire [3:0]  p_ihl;
     wccp_parser parser (
-        .clk(clk), .rst(rst), .s_data(r_data), .s_valid(r_valid), .s_last(r_last),
+        .clk(clk), .rst(rst), .s_data(e_data), .s_valid(e_valid), .s_end(e_end),
         .done(p_done), .hdr_done(p_hdr_done), .dst_mac(p_dst), .src_mac(p_src), .vlan(p_vlan),
         .vlan_tci(p_tci), .frame_len(p_flen), .is_ip(p_is_ip), .ip_hdr_ok(p_ip_hdr_ok),
         .avail(p_avail), .ip_ok(p_ip_ok), .proto(p_proto), .sip(p_sip), .dip(p_dip),

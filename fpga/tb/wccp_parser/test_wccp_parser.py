@@ -1,8 +1,10 @@
 """wccp_parser: Ethernet (+802.1Q), IPv4 validity (IHL, options, fragments, lengths), ports;
+the input is the MAC's early stream (the frame with its FCS, s_end after the last byte);
 hdr_done exactly once per frame in the first cycle the header fields are final (the header
 point: low ethertype byte of a non-IPv4 frame, IPv4 byte 19 and L4 byte 3 (GRE: 11) of an
-IPv4 one, else with done for a frame that ends before it), with the final header fields and
-ip_hdr_ok; done with every field, frame_len, avail and ip_ok."""
+IPv4 one; at byte 60 or later only once 4 more bytes have come, i.e. once it cannot be an FCS
+byte; else with done for a frame that ends before it), with the final header fields and
+ip_hdr_ok; done with every field of the frame without its FCS, frame_len, avail and ip_ok."""
 import pathlib
 import random
 import struct
@@ -12,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import wccp_tb  # noqa: E402
-from wccp_frames import header_point  # noqa: E402
+from wccp_frames import fcs, header_point  # noqa: E402
 
 try:
     import cocotb
@@ -32,11 +34,19 @@ HDR_FIELDS = ("dst_mac", "src_mac", "vlan", "vlan_tci", "is_ip", "proto", "sip",
 DONE_FIELDS = HDR_FIELDS + ("frame_len", "avail", "ip_ok")
 
 
-def ref(f):
-    """What the parser holds after the bytes of `f` (frame without FCS): a register model
-    (missing bytes leave cleared fields; MACs only compared for frames of >= 12 bytes)."""
+def fires(s):
+    """The stream s (frame + FCS) reaches its header point before its end: hdr_done fires at
+    the header point (before byte 60) or 4 bytes after it (at 60 or later)."""
+    hs = header_point(s)
+    return hs < len(s) if hs < 60 else hs + 4 < len(s)
+
+
+def ref(f, fcs_n=0):
+    """What the parser holds after the bytes of `f`, the last fcs_n of which are an FCS: a
+    register model (missing bytes leave cleared fields, L4 bytes taken from the FCS are
+    cleared, the lengths leave the FCS out; MACs only compared for frames of >= 12 bytes)."""
     n = len(f)
-    e = {"frame_len": n & 0x7FF}
+    e = {"frame_len": (min(n, 2048) - fcs_n) & 0x7FF}
     if n >= 12:
         e["dst_mac"] = int.from_bytes(f[0:6], "big")
         e["src_mac"] = int.from_bytes(f[6:12], "big")
@@ -57,13 +67,13 @@ def ref(f):
     l4 = []
     for k in range(12):
         pos = 4 * ihl + k if ihl else (k if k >= 1 else m)
-        l4.append(ipb[pos] if pos < m else 0)
+        l4.append(ipb[pos] if pos < m - fcs_n else 0)
     ip_hdr_ok = (m > 0 and g(0) >> 4 == 4 and ihl >= 5 and (tlen >> 2) >= ihl and frag_hi0 and frag_lo0
                  and (not tcpudp or (tlen >> 2) > ihl))
-    avail = m >= tlen and n < 2048
+    avail = (m == 0 or m - fcs_n >= tlen) and n < 2048
     # a frame that ends before its header point with its datagram cut short: not valid for
     # redirect (the decision's fields are not all in it)
-    ip_hdr_ok = ip_hdr_ok and (avail or header_point(f) < n)
+    ip_hdr_ok = ip_hdr_ok and (avail or (fires(f) if fcs_n else header_point(f) < n))
     e.update(is_ip=int(m > 0), proto=g(9), sip=int.from_bytes(ipb[12:16], "big"),
              dip=int.from_bytes(ipb[16:20], "big"),
              sport=(l4[0] << 8 | l4[1]) if tcpudp else 0, dport=(l4[2] << 8 | l4[3]) if tcpudp else 0,
@@ -166,12 +176,14 @@ def crafted(rng):
         out.append(raw_ip(rng, 64, vlan=vlan, ethertype=0x0801))
         out.append(raw_ip(rng, 64, vlan=vlan, ethertype=0x0000))
     # ends at, one and two bytes after, and before the header point; tiny frames
-    base = [raw_ip(rng, 120, proto=p, vlan=v, ihl=i) for p in (6, 47) for v in (None, 9) for i in (5, 7)]
+    # (IHL 11 and 15: header points at byte 60 or later, which wait for 4 more bytes: the
+    # frame may end inside them, its header point then being in its FCS)
+    base = [raw_ip(rng, 120, proto=p, vlan=v, ihl=i) for p in (6, 47) for v in (None, 9) for i in (5, 7, 11, 15)]
     base.append(raw_ip(rng, 120, ethertype=0x0806))
     base.append(raw_ip(rng, 120, vlan=3, ethertype=0x86DD))
     for f in base:
         hp = header_point(f)
-        for n in sorted({1, 2, 6, 12, 13, 14, 15, 17, 18, 20, hp - 1, hp, hp + 1, hp + 2, hp + 3}):
+        for n in sorted({1, 2, 6, 12, 13, 14, 15, 17, 18, 20, hp - 1, hp, hp + 1, hp + 2, hp + 3, hp + 4, hp + 5}):
             if 0 < n <= len(f):
                 out.append(f[:n])
     return out
@@ -187,7 +199,7 @@ async def test_fields(dut):
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
     dut.rst.value = 1
     dut.s_valid.value = 0
-    dut.s_last.value = 0
+    dut.s_end.value = 0
     dut.s_data.value = 0
     for _ in range(3):
         await RisingEdge(dut.clk)
@@ -197,27 +209,32 @@ async def test_fields(dut):
     fs = gen + crafted(rng)
     gen_ids = {id(f) for f in gen}
     rng.shuffle(fs)
-    # schedule: one (valid, data, last) per cycle; gaps inside frames (the MAC's gap before
-    # the last byte, random ones) and 1..4 idle cycles after each frame
-    sched, bcyc = [], []
+    # schedule: one (valid, data, end) per cycle; each frame is sent with its FCS (the MAC's
+    # early stream), random gaps inside some frames, s_end in the cycle after the last byte
+    # and 0..3 more idle cycles
+    sched, bcyc, streams = [], [], []
     for f in fs:
-        mode = rng.randrange(3)
+        st = f + fcs(f)
+        streams.append(st)
+        gaps = rng.randrange(2) == 1
         cyc = []
-        for i, b in enumerate(f):
-            if (mode == 1 and i == len(f) - 1 and i > 0) or (mode == 2 and rng.random() < 0.15):
+        for b in st:
+            if gaps and rng.random() < 0.15:
                 sched.append((0, rng.randrange(256), 0))
             cyc.append(len(sched))
-            sched.append((1, b, int(i == len(f) - 1)))
+            sched.append((1, b, 0))
+        cyc.append(len(sched))          # s_end
+        sched.append((0, rng.randrange(256), 1))
         bcyc.append(cyc)
-        for _ in range(rng.randrange(1, 5)):
+        for _ in range(rng.randrange(0, 4)):
             sched.append((0, rng.randrange(256), 0))
     sched += [(0, 0, 0)] * 8
     hdr, done = {}, {}
-    for c, (v, b, last) in enumerate(sched):
+    for c, (v, b, end) in enumerate(sched):
         await RisingEdge(dut.clk)
         dut.s_valid.value = v
         dut.s_data.value = b
-        dut.s_last.value = last
+        dut.s_end.value = end
         await ReadOnly()
         # outputs in this cycle: registered from the inputs of cycles < c
         h, dn = int(dut.hdr_done.value), int(dut.done.value)
@@ -227,36 +244,46 @@ async def test_fields(dut):
                 hdr[c] = snap
             if dn:
                 done[c] = snap
-    # byte on s_data in cycle c: fields (and hdr_done) in c + 2, done in c + 3 after the last
-    exp_hdr, exp_done = {}, {}
-    for f, cyc in zip(fs, bcyc, strict=True):
-        hp = header_point(f)
-        dc = cyc[-1] + 3
-        hc = cyc[hp] + 2 if hp < len(f) else dc
+    # byte on s_data in cycle c: fields (and hdr_done) in c + 2; s_end in cycle c: done in
+    # c + 2. The header point hp (of the stream: in a runt it may be an FCS byte): hdr_done
+    # with byte hp (hp < 60) or hp + 4 (hp >= 60, 4 more bytes: not in the FCS), else at done
+    exp_hdr, exp_done, hdr_upto, stream_of = {}, {}, {}, {}
+    for f, st, cyc in zip(fs, streams, bcyc, strict=True):
+        hp = header_point(st)
+        dc = cyc[-1] + 2
+        last = hp if hp < 60 else hp + 4
+        hc = cyc[last] + 2 if fires(st) else dc
         assert hc not in exp_hdr and dc not in exp_done
         exp_hdr[hc] = f
         exp_done[dc] = f
+        hdr_upto[id(f)] = last + 1 if fires(st) else None
+        stream_of[id(f)] = st
     assert sorted(hdr) == sorted(exp_hdr), "hdr_done cycles differ: %s" % sorted(set(hdr) ^ set(exp_hdr))
     assert sorted(done) == sorted(exp_done), "done cycles differ"
     for c, f in exp_hdr.items():
-        hp = header_point(f)
-        e = ref(f[:hp + 1])
-        if hp >= len(f) - 1:
-            e = ref(f)
+        st = stream_of[id(f)]
+        upto = hdr_upto[id(f)]
+        e = ref(st[:upto]) if upto is not None else ref(st, 4)
         for k in HDR_FIELDS:
             if k in e:
-                assert hdr[c][k] == e[k], ("hdr_done", k, hex(hdr[c][k]), hex(e[k]), hp, f.hex())
+                assert hdr[c][k] == e[k], ("hdr_done", k, hex(hdr[c][k]), hex(e[k]), upto, f.hex())
     for c, f in exp_done.items():
-        e = ref(f)
+        e = ref(stream_of[id(f)], 4)
+        if len(f) >= 60:
+            # not a runt: every header byte is a data byte, the FCS is left out
+            assert e == ref(f), (e, ref(f), f.hex())
         for k in DONE_FIELDS:
             if k in e:
                 assert done[c][k] == e[k], ("done", k, hex(done[c][k]), hex(e[k]), f.hex())
         if id(f) in gen_ids:
             for k, v in expect(f).items():
                 assert done[c][k] == v, ("expect", k, hex(done[c][k]), hex(v), f.hex())
-    # the decision's fields do not change from hdr_done to done (l4 bytes 4.. only for GRE)
+    # the decision's fields do not change from hdr_done to done (l4 bytes 4.. only for GRE;
+    # frames of at least 60 bytes: a runt's header may be in its FCS, cleared at the end)
     hc_of = {id(f): c for c, f in exp_hdr.items()}
     for c, f in exp_done.items():
+        if len(f) < 60:
+            continue
         h = hdr[hc_of[id(f)]]
         hp = header_point(f)
         gre_or_end = hp >= len(f) or ref(f)["proto"] == 47
@@ -266,8 +293,9 @@ async def test_fields(dut):
             if k in ("dst_mac", "src_mac") and len(f) < 12:
                 continue
             assert h[k] == done[c][k], ("changed after hdr_done", k, f.hex())
-    dut._log.info("%d frames, %d ended before their header point", len(fs),
-                  sum(1 for f in fs if header_point(f) >= len(f)))
+    dut._log.info("%d frames, %d ended before their header point, %d with it at byte 60 or later",
+                  len(fs), sum(1 for f in fs if header_point(f) >= len(f)),
+                  sum(1 for f in fs if 60 <= header_point(f) < len(f)))
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
