@@ -6,7 +6,8 @@
 `default_nettype none
 module wccp_bank_ram #(
     parameter AW = 8,
-    parameter DW = 32
+    parameter DW = 32,
+    parameter RD_REG = 1          // 1: a fabric register after the RAM's output register
 ) (
     input  wire          clk,
     input  wire          rst,
@@ -29,12 +30,19 @@ module wccp_bank_ram #(
 
     // port A: register-interface writes and the copy; port B: the datapath's reads of the
     // live bank (never the word port A writes: that is in the other bank). Read data: the
-    // RAM's address register, its output register, then one fabric register: 3 cycles.
+    // RAM's address register, its output register (2 cycles), then with RD_REG one fabric
+    // register (3 cycles; for a reader far from the RAM or with logic behind the read).
     wire [DW-1:0] rd_q2;
     wccp_bram #(.AW(AW + 1), .DW(DW)) ram (
         .clk(clk), .a_we(b_we), .a_addr(b_addr), .a_wdata(b_wdata), .a_rdata(b_rdata_q),
         .b_addr({live, rd_addr}), .b_rdata(rd_q2));
-    always @(posedge clk) rd_data <= rd_q2;
+    generate
+        if (RD_REG != 0) begin : g_rd_reg
+            always @(posedge clk) rd_data <= rd_q2;
+        end else begin : g_rd_bram
+            always @(*) rd_data = rd_q2;
+        end
+    endgenerate
 
     always @(posedge clk) begin
         if (rst) begin

@@ -25,7 +25,7 @@
 //  - A bad fin that is known when the action is loaded (taken no later than the cycle the
 //    action is accepted, i.e. the cycle before act_ready pulses) skips the frame: no egress
 //    request, no output, the space is released. A bad fin taken later (the request is raised
-//    1 cycle after the accept, or 2 when a fin was there) ends the output with the next byte
+//    with the accept, registered, or 2 cycles after it when a fin was there) ends the output with the next byte
 //    issued (2 cycles after the fin is taken at the earliest: at least one byte is sent),
 //    marked m_abort and m_last; the egress MAC stomps the frame (inverted FCS with TX_ER).
 //  - act_drop with act_cut: skipped; its space is released once its fin is there.
@@ -156,11 +156,16 @@ module wccp_builder #(
     reg [7:0]  s3_hb, s3_buf;
     // m_ready may come from a registered request (wccp_mac_tx through fpga_core): it can stay
     // high for two cycles after the last byte of a frame was popped. Nothing is popped then:
-    // the next frame's first byte reaches the FIFO no earlier than 8 cycles after that pop
-    // (act_on falls, accept, ld, l2, go, issue, stages 1 to 3).
+    // the next frame's first byte reaches the FIFO no earlier than 7 cycles after that pop
+    // (act_on falls, accept, ld, l2, issue (fast start: in go), stages 1 to 3).
     wire pop  = m_valid && m_ready;
     // accepted action: fields in a_ from the accept on; ld, l2, go in the next three cycles
     reg        ld, l2, go;
+    // fast start: a cut-through action, not a drop, accepted with no fin in the register nor
+    // taken in that cycle (so it cannot be skipped: a bad fin stomps it): its egress request
+    // goes out with the accept (registered: in ld) and its first byte is issued a cycle
+    // earlier (run from l2: hk, hcnt, rd are loaded in ld, tcnt in l2)
+    reg        fast;
     // occ = FIFO fill + s1_v + s2_v + s3_v (0..7), kept as its own thermometer code (timing)
     reg  [DEPTH-2:0] o_th;
     // can_issue = run && occ < 7 && not holding a cut GRE frame's clip byte for its fin,
@@ -169,10 +174,12 @@ module wccp_builder #(
     // the byte issued in this cycle (can_issue) is the frame's last: the header's last with an
     // empty copy / the copy's last (tcnt), the frame end from the fin (e_last), or a bad fin
     wire             lst = t_last || e_last || bad;
-    wire             run_n = (go && !skip_r) || (run && !(can_issue && lst));
+    wire             run_n = (go && !skip_r && !fast) || (l2 && fast) || (run && !(can_issue && lst));
     wire [DEPTH-2:0] o_th_n = (can_issue && !pop) ? {o_th[DEPTH-3:0], 1'b1} :
                               (pop && !can_issue) ? {1'b0, o_th[DEPTH-2:1]} : o_th;
-    wire             park_n = nofin && (can_issue ? t_2 : t_last);  // next byte is the clip's last
+    // next byte is the clip's last (not in l2: a fast frame's first issue is decided there,
+    // before its tcnt is loaded; a cut GRE frame's clip is 1472 bytes or more)
+    wire             park_n = nofin && !l2 && (can_issue ? t_2 : t_last);
     wire             adv = can_issue && !in_hdr;                    // rd moves on
     wire             in_hdr_nx = in_hdr && !(can_issue && h_last);
     reg              sk_pend;       // a skipped cut frame waits for its fin (then skip_rel)
@@ -340,12 +347,15 @@ module wccp_builder #(
             ld <= accept;
             l2 <= ld;
             go <= l2;
+            if (accept) fast <= act_cut && !act_drop && !f_have && !f_take;
             // the egress request goes out with l2 (the MAC starts its preamble with it, long
             // before the first byte is due; see fpga_core), for a cut frame without a fin yet
-            // with ld already: such a frame is not skipped (skip_n in l2 sees no fin taken
-            // before the accept), it is sent, or stomped if its fin turns out bad
-            if ((l2 && !skip_n) || (ld && a_cut && !a_drop && !f_have))
+            // with the accept already (fast): such a frame is not skipped (skip_n in l2 sees
+            // no fin taken before the accept), it is sent, or stomped if its fin turns out bad
+            if (l2 && !skip_n && !fast)
                 req <= a_port ? 2'b10 : 2'b01;
+            if (accept && act_cut && !act_drop && !f_have && !f_take)
+                req <= act_port ? 2'b10 : 2'b01;
         end
     end
 endmodule

@@ -1,4 +1,6 @@
-"""wccp_bank_ram: shadow writes invisible until the bank flips; copy-back after a flip."""
+"""wccp_bank_ram: shadow writes invisible until the bank flips; copy-back after a flip; reads
+take exactly 2 + RD_REG cycles."""
+import os
 import pathlib
 import random
 import sys
@@ -33,12 +35,26 @@ async def test_banks(dut):
         await RisingEdge(d.clk)
     d.rst.value = 0
     n = 1 << 6
+    lat = 2 + int(os.environ["RD_REG"])     # the RAM's address and output registers (+ fabric)
+    prev = [None]
 
     async def read(a):
         d.rd_addr.value = a
-        for _ in range(4):          # three read register stages
+        for _ in range(lat - 1):
             await RisingEdge(d.clk)
-        return int(d.rd_data.value)
+        await ReadOnly()
+        early = int(d.rd_data.value)
+        await RisingEdge(d.clk)
+        await ReadOnly()
+        v = int(d.rd_data.value)
+        # a cycle earlier the output still showed the previous read (same address held)
+        if prev[0] is not None and prev[0] != v:
+            assert early == prev[0], (hex(early), hex(prev[0]), hex(v))
+        await RisingEdge(d.clk)
+        for _ in range(lat):        # the address stays: the output keeps the word
+            await RisingEdge(d.clk)
+        prev[0] = v
+        return v
 
     async def write(a, v):
         d.wr_addr.value = a
@@ -48,6 +64,7 @@ async def test_banks(dut):
         d.wr_en.value = 0
 
     async def flip_and_copy(live):
+        prev[0] = None              # the live bank changes under the held address
         d.live.value = live
         d.copy_start.value = 1
         await RisingEdge(d.clk)
@@ -80,7 +97,9 @@ async def test_banks(dut):
         assert await read(i) == a[i], i
 
 
+@pytest.mark.parametrize("rd_reg", [0, 1])
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
-def test_wccp_bank_ram(sim):
+def test_wccp_bank_ram(sim, rd_reg):
     wccp_tb.run_sim(sim, "wccp_bank_ram", __file__, sources=[wccp_tb.RTL / "wccp_bank_ram.v", wccp_tb.RTL / "wccp_bram.v"],
-                    parameters={"AW": 6, "DW": 32})
+                    parameters={"AW": 6, "DW": 32, "RD_REG": rd_reg}, extra_env={"RD_REG": str(rd_reg)},
+                    tag="rd%d" % rd_reg)
