@@ -156,9 +156,6 @@ module wccp_decide #(
         S_H = 9,
         S_HW1 = 10,
         S_B1 = 12,
-        S_AW1 = 13,
-        S_AW2 = 14,
-        S_B2 = 15,
         S_MA = 16,
         S_MA1 = 17,
         S_MA2 = 18,
@@ -173,16 +170,11 @@ module wccp_decide #(
         S_CW1 = 28,
         S_CW2 = 29,
         S_C = 30,
-        S_GRE = 31,
-        S_GRE2 = 32,
         S_OUT = 35,
         S_B1L = 36,
         S_B2L = 37,
         S_M2L = 38,
-        S_HW2 = 39,
-        S_AW3 = 40,
         S_MA2B = 41,
-        S_MTW3 = 42,
         S_CW3 = 43,
         S_CK = 44,
         S_WST = 45,
@@ -291,10 +283,16 @@ module wccp_decide #(
     wire [15:0] mtu_r;
     assign d_mtu_tl = {1'b0, mtu_r} - {1'b0, gre_tl_r};
     reg         r_toobig;
-    reg  [31:0] cache_ip;
     wire [19:0] rid_sum;
-    reg  [19:0] cs1, cs2, cs3;
-    reg  [16:0] cs4;
+    reg  [19:0] cs1;
+    reg  [16:0] cs_k17;
+    reg  [15:0] cs_k, cs_a;
+    wire [16:0] cs_a0 = {1'b0, ca_rdata[31:16]} + {1'b0, ca_rdata[15:0]};
+    wire [17:0] cs_a1c = {1'b0, ca_rdata[31:16], 1'b1} + {1'b0, ca_rdata[15:0], 1'b1};
+    wire [16:0] cs_a1 = cs_a1c[17:1];   // + 1 as the carry in
+    wire [16:0] cs_b0 = {1'b0, cs_k} + {1'b0, cs_a};
+    wire [17:0] cs_b1c = {1'b0, cs_k, 1'b1} + {1'b0, cs_a, 1'b1};
+    wire [16:0] cs_b1 = cs_b1c[17:1];
 
     // ---- matched slot's configuration (every cycle from msl) ----
     reg  [31:0] m_ctrl, m_svc, m_flags;
@@ -403,11 +401,12 @@ module wccp_decide #(
     // msl), its flag is ready 14 cycles after, in S_B1L at the earliest; the alternate word's
     // address is set in S_B1 so that its flag is ready in S_B2L
     reg [7:0] byte_pb, byte_ab, byte_mt;
-    reg [3:0] bk_ff, mt_ff4;     // bucket / value table word bytes that are 0xFF
+    reg [3:0] bk_ff, mt_ff4;     // bucket / value table word bytes that are 0xFF (comb.)
     reg       pb_ff, ab_ff, mt_ff;
     reg [6:0] cidx;
     reg       cidx_bad;          // cidx >= the slot's cache count
     reg       alt_used;
+    reg       bk_alt;            // the bucket address is the alternate's (from S_DEC on)
     reg [7:0] pb, ab;
     // the chosen cache (S_CK, read in S_C): index bad, unknown, L2, too big for GRE, GRE;
     // from the learnt and method words and three flags registered before S_CK
@@ -415,16 +414,18 @@ module wccp_decide #(
     reg       k_ok, k_okt, k_okg;   // index good; and too big for GRE / not too big
     wire      ln_known = ln_rdata[52] && ln_rdata[53];
     wire      cm_l2 = (cm_rdata[`WCCP_METHOD_FWD_SHIFT +: 2] == `WCCP_FWD_L2);
+    always @(*) begin
+        for (kb = 0; kb < 4; kb = kb + 1) begin
+            bk_ff[kb] = (bk_rdata[kb*8 +: 8] == 8'hFF);
+            mt_ff4[kb] = (mt_rdata[kb*8 +: 8] == 8'hFF);
+        end
+    end
     always @(posedge clk) begin
         byte_pb <= bsel(bk_rdata, pb[1:0]);
         byte_ab <= bsel(bk_rdata, ab[1:0]);
         byte_mt <= bsel(mt_rdata, midx[1:0]);
-        for (kb = 0; kb < 4; kb = kb + 1)
-            bk_ff[kb] <= (bk_rdata[kb*8 +: 8] == 8'hFF);
         pb_ff <= bk_ff[~pb[1:0]];
         ab_ff <= bk_ff[~ab[1:0]];
-        for (kb = 0; kb < 4; kb = kb + 1)
-            mt_ff4[kb] <= (mt_rdata[kb*8 +: 8] == 8'hFF);
         mt_ff <= mt_ff4[~midx[1:0]];
     end
 
@@ -545,7 +546,8 @@ module wccp_decide #(
         c_raddr <= iss_on ? {iss_slot, iss_idx} :
                    {msl_a, state[S_B1L] ? byte_pb[4:0] : state[S_B2L] ? byte_ab[4:0] :
                            state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
-        bk_raddr <= {msl_a, (alt_used || state[S_B1] || state[S_B1L]) ? ab[7:2] : pb[7:2]};
+        bk_raddr <= {msl_a, (state[S_DEC] || bk_alt) ? ab[7:2] : pb[7:2]};
+        bk_alt <= !state[S_C1] && (bk_alt || state[S_DEC]);
         mp_raddr <= {msl_a, mset[1:0], !state[S_MA]};
         mt_raddr <= {msl_a, mset[1:0], midx[6:2]};
 
@@ -568,13 +570,18 @@ module wccp_decide #(
         ck_gre    <= k_okg && ln_known && !cm_l2;
         ck_dm     <= ln_known && (cm_l2 ? k_ok : k_okg);
 
-        // GRE checksum: every cycle from the cache table's read data (the chosen cache's
-        // address from S_CK on, stable until the action), three adds, the result in S_GRE2
-        if (state[S_C]) cache_ip <= ca_rdata;
+        // GRE checksum (one's-complement sum of the constant part and the cache address's
+        // halves, inverted): the constant part (router ID, protocol words, total length)
+        // folded to 16 bits early (cs_k, 5 cycles after the latch); the address halves' sum
+        // folded (cs_a) every cycle from the cache table's read data (the chosen cache's
+        // address in S_CK), added to cs_k and folded in S_C, where act_csum takes it. A fold
+        // r = s0[15:0] + s0[16] (s0 = a + b) is taken as s0[16] ? s1 : s0 with s1 = a + b + 1
+        // (one carry chain and a mux); with cs_k nonzero the result is the same as a fold of
+        // the whole sum (never 0x0000: 0xFFFF for a multiple of 0xFFFF).
         cs1 <= rid_sum + {4'd0, gre_tl_r};
-        cs2 <= {4'd0, ca_rdata[31:16]} + {4'd0, ca_rdata[15:0]};
-        cs3 <= cs1 + cs2;
-        cs4 <= {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
+        cs_k17 <= {1'b0, cs1[15:0]} + {13'd0, cs1[19:16]};
+        cs_k <= cs_k17[15:0] + {15'd0, cs_k17[16]};
+        cs_a <= cs_a0[16] ? cs_a1[15:0] : cs_a0[15:0];
     end
 
     // ---- scan prefilter (wccp_srcfilt): can any table entry match this source? ----
@@ -719,14 +726,9 @@ module wccp_decide #(
         // hash: the primary bucket byte is read in S_B1L, the alternate in S_B2L
         nx[S_H]    = state[S_DEC] && x_hash;
         nx[S_HW1]  = state[S_H];
-        nx[S_HW2]  = state[S_HW1];
-        nx[S_B1]   = state[S_HW2];
+        nx[S_B1]   = state[S_HW1];
         nx[S_B1L]  = state[S_B1];
-        nx[S_AW1]  = state[S_B1L] && byte_pb[7] && !pb_ff;
-        nx[S_AW2]  = state[S_AW1];
-        nx[S_AW3]  = state[S_AW2];
-        nx[S_B2]   = state[S_AW3];
-        nx[S_B2L]  = state[S_B2];
+        nx[S_B2L]  = state[S_B1L] && byte_pb[7] && !pb_ff;
         // mask: two position words, the index in two stages, then the value table
         nx[S_MA]   = (state[S_DEC] && x_mask) || (state[S_M2L] && mt_ff && m_more);
         nx[S_MA1]  = state[S_MA];
@@ -739,8 +741,7 @@ module wccp_decide #(
         nx[S_MT]   = state[S_MS2];
         nx[S_MTW1] = state[S_MT];
         nx[S_MTW2] = state[S_MTW1];
-        nx[S_MTW3] = state[S_MTW2];
-        nx[S_M2]   = state[S_MTW3];
+        nx[S_M2]   = state[S_MTW2];
         nx[S_M2L]  = state[S_M2];
         // the cache: address from the table byte's state, flags in S_CK (an index past the
         // count: in S_C)
@@ -750,15 +751,13 @@ module wccp_decide #(
         nx[S_CW3]  = state[S_CW2];
         nx[S_CK]   = state[S_CW3];
         nx[S_C]    = state[S_CK];
-        nx[S_GRE]  = state[S_C] && ck_gre;
-        nx[S_GRE2] = state[S_GRE];
         // the decision is made (S_WST's first cycle). The status is there (s_rdy): commit, the
         // action carries it (S_OUT). It is not, nor coming (cut_go): cut-through, the action
         // leaves now (S_CA), the status follows (S_CW: commit) on the fin channel (S_FIN).
         // It is being latched: wait for s_rdy (at most two cycles).
         nx[S_WST]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
                      (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
-                     (state[S_C] && !ck_gre) || state[S_GRE2] ||
+                     state[S_C] ||
                      (state[S_WST] && !s_rdy && !cut_go);
         // act_valid is high throughout S_OUT
         nx[S_OUT]  = (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready));
@@ -858,9 +857,9 @@ module wccp_decide #(
         end
         if ((state[S_DEC] && x_retok) || (state[S_C] && ck_dm))
             act_dmac <= state[S_DEC] ? r_decmac : ln_rdata[47:0];
-        if (state[S_GRE2]) begin
-            act_csum <= ~(cs4[15:0] + {15'd0, cs4[16]});
-            act_cip <= cache_ip;
+        if (state[S_C] && ck_gre) begin
+            act_csum <= ~(cs_b0[16] ? cs_b1[15:0] : cs_b0[15:0]);
+            act_cip <= ca_rdata;
             act_rh <= rh;
         end
     end
