@@ -407,6 +407,11 @@ module wccp_decide #(
     reg       cidx_bad;          // cidx >= the slot's cache count
     reg       alt_used;
     reg       bk_alt;            // the bucket address is the alternate's (from S_DEC on)
+    reg [3:0] cq_pb;             // S_B1: the primary bucket byte's place in the word, one-hot
+    // the primary bucket byte's cache index bits, straight from the RAM word in S_B1 (the
+    // cache address is set a cycle before S_B1L decides: a read that is not used is harmless)
+    wire [4:0] c_pbraw = ({5{cq_pb[0]}} & bk_rdata[28:24]) | ({5{cq_pb[1]}} & bk_rdata[20:16]) |
+                         ({5{cq_pb[2]}} & bk_rdata[12:8]) | ({5{cq_pb[3]}} & bk_rdata[4:0]);
     reg [7:0] pb, ab;
     // the chosen cache (S_CK, read in S_C): index bad, unknown, L2, too big for GRE, GRE;
     // from the learnt and method words and three flags registered before S_CK
@@ -544,8 +549,10 @@ module wccp_decide #(
         // primary until S_B1, then the alternate)
         // the cache: its index straight from the table byte in the state that reads it
         c_raddr <= iss_on ? {iss_slot, iss_idx} :
-                   {msl_a, state[S_B1L] ? byte_pb[4:0] : state[S_B2L] ? byte_ab[4:0] :
-                           state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
+                   {msl_a, state[S_B1] ? c_pbraw : state[S_B1L] ? byte_pb[4:0] :
+                           state[S_B2L] ? byte_ab[4:0] : state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
+        for (kc = 0; kc < 4; kc = kc + 1)
+            cq_pb[kc] <= state[S_HW1] && (pb[1:0] == kc[1:0]);
         bk_raddr <= {msl_a, (state[S_DEC] || bk_alt) ? ab[7:2] : pb[7:2]};
         bk_alt <= !state[S_C1] && (bk_alt || state[S_DEC]);
         mp_raddr <= {msl_a, mset[1:0], !state[S_MA]};
@@ -745,9 +752,8 @@ module wccp_decide #(
         nx[S_M2L]  = state[S_M2];
         // the cache: address from the table byte's state, flags in S_CK (an index past the
         // count: in S_C)
-        nx[S_CW1]  = (state[S_B1L] && !byte_pb[7]) || (state[S_B2L] && !ab_ff) ||
-                     (state[S_M2L] && !mt_ff);
-        nx[S_CW2]  = state[S_CW1];
+        nx[S_CW1]  = (state[S_B2L] && !ab_ff) || (state[S_M2L] && !mt_ff);
+        nx[S_CW2]  = state[S_CW1] || (state[S_B1L] && !byte_pb[7]);
         nx[S_CW3]  = state[S_CW2];
         nx[S_CK]   = state[S_CW3];
         nx[S_C]    = state[S_CK];
