@@ -130,8 +130,14 @@ module wccp_decide #(
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
     // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 20 + (cache entries of all slots) cycles
-    // for a frame from a cache, and a constant 9 (not IPv4) to 24 (GRE redirect) cycles for
-    // a client's frame, whose scan the prefilter ends at once.
+    // for a frame from a cache, and a constant 9 (not IPv4) to 19 (hash redirect, L2 or GRE;
+    // 29 for a mask redirect found in the first set) cycles from the take to act_valid for a
+    // client's frame, whose scan the prefilter ends at once. A client's hash redirect, in
+    // cycles after the take: S_DEC 9, S_H, S_HW1, S_B1 12 (the primary bucket word: the cache
+    // address from its byte), S_B1L 13 (its flags), S_CW2, S_CW3, S_CK 16 (the cache's words),
+    // S_C 17 (the chosen cache's flags, the action fields and the GRE checksum), S_WST 18,
+    // act_valid 19. An alternate bucket adds 2 (S_B2L 14, S_CW1 .. S_C 19), each further
+    // mask set 13.
     // Values that only depend on the latched bundle, the configuration or other registers
     // are registered every cycle (no enable); the outcome of each decision step is a
     // registered flag, so that next-state logic and enables are a state bit and a flag.
@@ -396,10 +402,14 @@ module wccp_decide #(
     reg [2:0] mset;
     reg       m_more;
     // table bytes selected from the RAM words every cycle (registered before any decision),
-    // with their "none" (0xFF) flags in two stages (bytes, then the selected one): the
-    // primary bucket word is read from 9 cycles after the latch (bk_raddr follows pb and
-    // msl), its flag is ready 14 cycles after, in S_B1L at the earliest; the alternate word's
-    // address is set in S_B1 so that its flag is ready in S_B2L
+    // with their "none" (0xFF) flags, in one stage from the RAM word (the byte's place, pb /
+    // ab / midx[1:0], is a register that is stable long before): the primary bucket word is
+    // on bk_rdata from 12 cycles after the take (bk_raddr follows pb and msl, valid 9 cycles
+    // after), its byte and flag 13 cycles after, in S_B1L at the earliest (S_DEC + 4). The
+    // bucket address turns to the alternate in S_DEC (bk_alt keeps it): the primary word stays
+    // on bk_rdata until S_DEC + 3 (S_B1), the alternate's is there from S_DEC + 4, so its byte
+    // and flag are ready in S_B2L (S_B1L + 1). The value table word (mt_raddr valid in S_MT)
+    // is on mt_rdata in S_M2 (S_MT + 3), its byte and flag in S_M2L.
     reg [7:0] byte_pb, byte_ab, byte_mt;
     reg [3:0] bk_ff, mt_ff4;     // bucket / value table word bytes that are 0xFF (comb.)
     reg       pb_ff, ab_ff, mt_ff;
@@ -414,7 +424,8 @@ module wccp_decide #(
                          ({5{cq_pb[2]}} & bk_rdata[12:8]) | ({5{cq_pb[3]}} & bk_rdata[4:0]);
     reg [7:0] pb, ab;
     // the chosen cache (S_CK, read in S_C): index bad, unknown, L2, too big for GRE, GRE;
-    // from the learnt and method words and three flags registered before S_CK
+    // from the learnt and method words and three flags registered before S_CK (cidx is set
+    // in S_B1L / S_B2L / S_M2L, k_ok follows 2 cycles later, in S_CK at the latest)
     reg       ck_unass, ck_unkn, ck_l2, ck_toobig, ck_gre, ck_dm;
     reg       k_ok, k_okt, k_okg;   // index good; and too big for GRE / not too big
     wire      ln_known = ln_rdata[52] && ln_rdata[53];
@@ -443,7 +454,7 @@ module wccp_decide #(
     // they only matter for frames with a valid IPv4 header, whose scan (ended by the
     // prefilter in its third cycle at the earliest) keeps the state machine out of S_PRE
     // until 7 cycles after the latch: S_DEC, 9 cycles after, reads the x_* flags in the
-    // first cycle they are valid, and S_B1L the primary bucket's flag (above). The GRE
+    // first cycle they are valid, and S_B1 / S_B1L the primary bucket's word / flag (above). The GRE
     // return flags (x_retok, x_retbad) are valid 5 cycles after the latch, in time for S_DEC
     // (7 for a frame without a valid IPv4 header: no scan).
     always @(posedge clk) begin
@@ -546,8 +557,10 @@ module wccp_decide #(
         else if (state[S_M2L] && mt_ff && m_more) mset <= mset + 3'd1;
 
         // table addresses: every cycle from the registers they depend on (the bucket: the
-        // primary until S_B1, then the alternate)
-        // the cache: its index straight from the table byte in the state that reads it
+        // primary until S_DEC, then the alternate)
+        // the cache: its index straight from the table byte in the state that reads it; the
+        // primary bucket's a cycle earlier, from the RAM word in S_B1 (c_pbraw; S_B1L sets
+        // the same value from byte_pb), so that its words are read in S_CK = S_B1L + 3
         c_raddr <= iss_on ? {iss_slot, iss_idx} :
                    {msl_a, state[S_B1] ? c_pbraw : state[S_B1L] ? byte_pb[4:0] :
                            state[S_B2L] ? byte_ab[4:0] : state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
@@ -730,7 +743,8 @@ module wccp_decide #(
         nx[S_PRE]  = state[S_SCAN] && scan_idle;
         nx[S_PRE2] = state[S_PRE];
         nx[S_DEC]  = state[S_PRE2];
-        // hash: the primary bucket byte is read in S_B1L, the alternate in S_B2L
+        // hash: the primary bucket byte is read in S_B1L (the cache address is set from
+        // its word in S_B1), the alternate in S_B2L (its word was addressed from S_DEC on)
         nx[S_H]    = state[S_DEC] && x_hash;
         nx[S_HW1]  = state[S_H];
         nx[S_B1]   = state[S_HW1];
@@ -750,8 +764,9 @@ module wccp_decide #(
         nx[S_MTW2] = state[S_MTW1];
         nx[S_M2]   = state[S_MTW2];
         nx[S_M2L]  = state[S_M2];
-        // the cache: address from the table byte's state, flags in S_CK (an index past the
-        // count: in S_C)
+        // the cache: address from the table byte's state (the primary bucket's from S_B1:
+        // S_B1L skips S_CW1), flags in S_CK (an index past the count: in S_C); the GRE
+        // checksum is ready in S_C as well, so L2 and GRE both go on to S_WST
         nx[S_CW1]  = (state[S_B2L] && !ab_ff) || (state[S_M2L] && !mt_ff);
         nx[S_CW2]  = state[S_CW1] || (state[S_B1L] && !byte_pb[7]);
         nx[S_CW3]  = state[S_CW2];
@@ -852,7 +867,7 @@ module wccp_decide #(
     end
 
     // the decision's action fields: S_DEC (forward normally, drop, or decapsulate a GRE
-    // return), S_C (L2 rewrite, or GRE with the checksum from S_GRE4)
+    // return), S_C (L2 rewrite, or GRE with its checksum, cache address and redirect header)
     always @(posedge clk) begin
         if (state[S_DEC]) d_drop <= x_retbad;
         if (state[S_DEC] || (state[S_C] && ck_dm)) begin
