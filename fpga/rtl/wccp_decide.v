@@ -130,8 +130,14 @@ module wccp_decide #(
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
     // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 20 + (cache entries of all slots) cycles
-    // for a frame from a cache, and a constant 9 (not IPv4) to 24 (GRE redirect) cycles for
-    // a client's frame, whose scan the prefilter ends at once.
+    // for a frame from a cache, and a constant 9 (not IPv4) to 19 (hash redirect, L2 or GRE;
+    // 29 for a mask redirect found in the first set) cycles from the take to act_valid for a
+    // client's frame, whose scan the prefilter ends at once. A client's hash redirect, in
+    // cycles after the take: S_DEC 9, S_H, S_HW1, S_B1 12 (the primary bucket word: the cache
+    // address from its byte), S_B1L 13 (its flags), S_CW2, S_CW3, S_CK 16 (the cache's words),
+    // S_C 17 (the chosen cache's flags, the action fields and the GRE checksum), S_WST 18,
+    // act_valid 19. An alternate bucket adds 2 (S_B2L 14, S_CW1 .. S_C 19), each further
+    // mask set 13.
     // Values that only depend on the latched bundle, the configuration or other registers
     // are registered every cycle (no enable); the outcome of each decision step is a
     // registered flag, so that next-state logic and enables are a state bit and a flag.
@@ -156,9 +162,6 @@ module wccp_decide #(
         S_H = 9,
         S_HW1 = 10,
         S_B1 = 12,
-        S_AW1 = 13,
-        S_AW2 = 14,
-        S_B2 = 15,
         S_MA = 16,
         S_MA1 = 17,
         S_MA2 = 18,
@@ -173,16 +176,11 @@ module wccp_decide #(
         S_CW1 = 28,
         S_CW2 = 29,
         S_C = 30,
-        S_GRE = 31,
-        S_GRE2 = 32,
         S_OUT = 35,
         S_B1L = 36,
         S_B2L = 37,
         S_M2L = 38,
-        S_HW2 = 39,
-        S_AW3 = 40,
         S_MA2B = 41,
-        S_MTW3 = 42,
         S_CW3 = 43,
         S_CK = 44,
         S_WST = 45,
@@ -291,10 +289,16 @@ module wccp_decide #(
     wire [15:0] mtu_r;
     assign d_mtu_tl = {1'b0, mtu_r} - {1'b0, gre_tl_r};
     reg         r_toobig;
-    reg  [31:0] cache_ip;
     wire [19:0] rid_sum;
-    reg  [19:0] cs1, cs2, cs3;
-    reg  [16:0] cs4;
+    reg  [19:0] cs1;
+    reg  [16:0] cs_k17;
+    reg  [15:0] cs_k, cs_a;
+    wire [16:0] cs_a0 = {1'b0, ca_rdata[31:16]} + {1'b0, ca_rdata[15:0]};
+    wire [17:0] cs_a1c = {1'b0, ca_rdata[31:16], 1'b1} + {1'b0, ca_rdata[15:0], 1'b1};
+    wire [16:0] cs_a1 = cs_a1c[17:1];   // + 1 as the carry in
+    wire [16:0] cs_b0 = {1'b0, cs_k} + {1'b0, cs_a};
+    wire [17:0] cs_b1c = {1'b0, cs_k, 1'b1} + {1'b0, cs_a, 1'b1};
+    wire [16:0] cs_b1 = cs_b1c[17:1];
 
     // ---- matched slot's configuration (every cycle from msl) ----
     reg  [31:0] m_ctrl, m_svc, m_flags;
@@ -398,33 +402,46 @@ module wccp_decide #(
     reg [2:0] mset;
     reg       m_more;
     // table bytes selected from the RAM words every cycle (registered before any decision),
-    // with their "none" (0xFF) flags in two stages (bytes, then the selected one): the
-    // primary bucket word is read from 9 cycles after the latch (bk_raddr follows pb and
-    // msl), its flag is ready 14 cycles after, in S_B1L at the earliest; the alternate word's
-    // address is set in S_B1 so that its flag is ready in S_B2L
+    // with their "none" (0xFF) flags, in one stage from the RAM word (the byte's place, pb /
+    // ab / midx[1:0], is a register that is stable long before): the primary bucket word is
+    // on bk_rdata from 12 cycles after the take (bk_raddr follows pb and msl, valid 9 cycles
+    // after), its byte and flag 13 cycles after, in S_B1L at the earliest (S_DEC + 4). The
+    // bucket address turns to the alternate in S_DEC (bk_alt keeps it): the primary word stays
+    // on bk_rdata until S_DEC + 3 (S_B1), the alternate's is there from S_DEC + 4, so its byte
+    // and flag are ready in S_B2L (S_B1L + 1). The value table word (mt_raddr valid in S_MT)
+    // is on mt_rdata in S_M2 (S_MT + 3), its byte and flag in S_M2L.
     reg [7:0] byte_pb, byte_ab, byte_mt;
-    reg [3:0] bk_ff, mt_ff4;     // bucket / value table word bytes that are 0xFF
+    reg [3:0] bk_ff, mt_ff4;     // bucket / value table word bytes that are 0xFF (comb.)
     reg       pb_ff, ab_ff, mt_ff;
     reg [6:0] cidx;
     reg       cidx_bad;          // cidx >= the slot's cache count
     reg       alt_used;
+    reg       bk_alt;            // the bucket address is the alternate's (from S_DEC on)
+    reg [3:0] cq_pb;             // S_B1: the primary bucket byte's place in the word, one-hot
+    // the primary bucket byte's cache index bits, straight from the RAM word in S_B1 (the
+    // cache address is set a cycle before S_B1L decides: a read that is not used is harmless)
+    wire [4:0] c_pbraw = ({5{cq_pb[0]}} & bk_rdata[28:24]) | ({5{cq_pb[1]}} & bk_rdata[20:16]) |
+                         ({5{cq_pb[2]}} & bk_rdata[12:8]) | ({5{cq_pb[3]}} & bk_rdata[4:0]);
     reg [7:0] pb, ab;
     // the chosen cache (S_CK, read in S_C): index bad, unknown, L2, too big for GRE, GRE;
-    // from the learnt and method words and three flags registered before S_CK
+    // from the learnt and method words and three flags registered before S_CK (cidx is set
+    // in S_B1L / S_B2L / S_M2L, k_ok follows 2 cycles later, in S_CK at the latest)
     reg       ck_unass, ck_unkn, ck_l2, ck_toobig, ck_gre, ck_dm;
     reg       k_ok, k_okt, k_okg;   // index good; and too big for GRE / not too big
     wire      ln_known = ln_rdata[52] && ln_rdata[53];
     wire      cm_l2 = (cm_rdata[`WCCP_METHOD_FWD_SHIFT +: 2] == `WCCP_FWD_L2);
+    always @(*) begin
+        for (kb = 0; kb < 4; kb = kb + 1) begin
+            bk_ff[kb] = (bk_rdata[kb*8 +: 8] == 8'hFF);
+            mt_ff4[kb] = (mt_rdata[kb*8 +: 8] == 8'hFF);
+        end
+    end
     always @(posedge clk) begin
         byte_pb <= bsel(bk_rdata, pb[1:0]);
         byte_ab <= bsel(bk_rdata, ab[1:0]);
         byte_mt <= bsel(mt_rdata, midx[1:0]);
-        for (kb = 0; kb < 4; kb = kb + 1)
-            bk_ff[kb] <= (bk_rdata[kb*8 +: 8] == 8'hFF);
         pb_ff <= bk_ff[~pb[1:0]];
         ab_ff <= bk_ff[~ab[1:0]];
-        for (kb = 0; kb < 4; kb = kb + 1)
-            mt_ff4[kb] <= (mt_rdata[kb*8 +: 8] == 8'hFF);
         mt_ff <= mt_ff4[~midx[1:0]];
     end
 
@@ -437,7 +454,7 @@ module wccp_decide #(
     // they only matter for frames with a valid IPv4 header, whose scan (ended by the
     // prefilter in its third cycle at the earliest) keeps the state machine out of S_PRE
     // until 7 cycles after the latch: S_DEC, 9 cycles after, reads the x_* flags in the
-    // first cycle they are valid, and S_B1L the primary bucket's flag (above). The GRE
+    // first cycle they are valid, and S_B1 / S_B1L the primary bucket's word / flag (above). The GRE
     // return flags (x_retok, x_retbad) are valid 5 cycles after the latch, in time for S_DEC
     // (7 for a frame without a valid IPv4 header: no scan).
     always @(posedge clk) begin
@@ -540,12 +557,17 @@ module wccp_decide #(
         else if (state[S_M2L] && mt_ff && m_more) mset <= mset + 3'd1;
 
         // table addresses: every cycle from the registers they depend on (the bucket: the
-        // primary until S_B1, then the alternate)
-        // the cache: its index straight from the table byte in the state that reads it
+        // primary until S_DEC, then the alternate)
+        // the cache: its index straight from the table byte in the state that reads it; the
+        // primary bucket's a cycle earlier, from the RAM word in S_B1 (c_pbraw; S_B1L sets
+        // the same value from byte_pb), so that its words are read in S_CK = S_B1L + 3
         c_raddr <= iss_on ? {iss_slot, iss_idx} :
-                   {msl_a, state[S_B1L] ? byte_pb[4:0] : state[S_B2L] ? byte_ab[4:0] :
-                           state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
-        bk_raddr <= {msl_a, (alt_used || state[S_B1] || state[S_B1L]) ? ab[7:2] : pb[7:2]};
+                   {msl_a, state[S_B1] ? c_pbraw : state[S_B1L] ? byte_pb[4:0] :
+                           state[S_B2L] ? byte_ab[4:0] : state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
+        for (kc = 0; kc < 4; kc = kc + 1)
+            cq_pb[kc] <= state[S_HW1] && (pb[1:0] == kc[1:0]);
+        bk_raddr <= {msl_a, (state[S_DEC] || bk_alt) ? ab[7:2] : pb[7:2]};
+        bk_alt <= !state[S_C1] && (bk_alt || state[S_DEC]);
         mp_raddr <= {msl_a, mset[1:0], !state[S_MA]};
         mt_raddr <= {msl_a, mset[1:0], midx[6:2]};
 
@@ -568,13 +590,18 @@ module wccp_decide #(
         ck_gre    <= k_okg && ln_known && !cm_l2;
         ck_dm     <= ln_known && (cm_l2 ? k_ok : k_okg);
 
-        // GRE checksum: every cycle from the cache table's read data (the chosen cache's
-        // address from S_CK on, stable until the action), three adds, the result in S_GRE2
-        if (state[S_C]) cache_ip <= ca_rdata;
+        // GRE checksum (one's-complement sum of the constant part and the cache address's
+        // halves, inverted): the constant part (router ID, protocol words, total length)
+        // folded to 16 bits early (cs_k, 5 cycles after the latch); the address halves' sum
+        // folded (cs_a) every cycle from the cache table's read data (the chosen cache's
+        // address in S_CK), added to cs_k and folded in S_C, where act_csum takes it. A fold
+        // r = s0[15:0] + s0[16] (s0 = a + b) is taken as s0[16] ? s1 : s0 with s1 = a + b + 1
+        // (one carry chain and a mux); with cs_k nonzero the result is the same as a fold of
+        // the whole sum (never 0x0000: 0xFFFF for a multiple of 0xFFFF).
         cs1 <= rid_sum + {4'd0, gre_tl_r};
-        cs2 <= {4'd0, ca_rdata[31:16]} + {4'd0, ca_rdata[15:0]};
-        cs3 <= cs1 + cs2;
-        cs4 <= {1'b0, cs3[15:0]} + {13'd0, cs3[19:16]};
+        cs_k17 <= {1'b0, cs1[15:0]} + {13'd0, cs1[19:16]};
+        cs_k <= cs_k17[15:0] + {15'd0, cs_k17[16]};
+        cs_a <= cs_a0[16] ? cs_a1[15:0] : cs_a0[15:0];
     end
 
     // ---- scan prefilter (wccp_srcfilt): can any table entry match this source? ----
@@ -716,17 +743,13 @@ module wccp_decide #(
         nx[S_PRE]  = state[S_SCAN] && scan_idle;
         nx[S_PRE2] = state[S_PRE];
         nx[S_DEC]  = state[S_PRE2];
-        // hash: the primary bucket byte is read in S_B1L, the alternate in S_B2L
+        // hash: the primary bucket byte is read in S_B1L (the cache address is set from
+        // its word in S_B1), the alternate in S_B2L (its word was addressed from S_DEC on)
         nx[S_H]    = state[S_DEC] && x_hash;
         nx[S_HW1]  = state[S_H];
-        nx[S_HW2]  = state[S_HW1];
-        nx[S_B1]   = state[S_HW2];
+        nx[S_B1]   = state[S_HW1];
         nx[S_B1L]  = state[S_B1];
-        nx[S_AW1]  = state[S_B1L] && byte_pb[7] && !pb_ff;
-        nx[S_AW2]  = state[S_AW1];
-        nx[S_AW3]  = state[S_AW2];
-        nx[S_B2]   = state[S_AW3];
-        nx[S_B2L]  = state[S_B2];
+        nx[S_B2L]  = state[S_B1L] && byte_pb[7] && !pb_ff;
         // mask: two position words, the index in two stages, then the value table
         nx[S_MA]   = (state[S_DEC] && x_mask) || (state[S_M2L] && mt_ff && m_more);
         nx[S_MA1]  = state[S_MA];
@@ -739,26 +762,23 @@ module wccp_decide #(
         nx[S_MT]   = state[S_MS2];
         nx[S_MTW1] = state[S_MT];
         nx[S_MTW2] = state[S_MTW1];
-        nx[S_MTW3] = state[S_MTW2];
-        nx[S_M2]   = state[S_MTW3];
+        nx[S_M2]   = state[S_MTW2];
         nx[S_M2L]  = state[S_M2];
-        // the cache: address from the table byte's state, flags in S_CK (an index past the
-        // count: in S_C)
-        nx[S_CW1]  = (state[S_B1L] && !byte_pb[7]) || (state[S_B2L] && !ab_ff) ||
-                     (state[S_M2L] && !mt_ff);
-        nx[S_CW2]  = state[S_CW1];
+        // the cache: address from the table byte's state (the primary bucket's from S_B1:
+        // S_B1L skips S_CW1), flags in S_CK (an index past the count: in S_C); the GRE
+        // checksum is ready in S_C as well, so L2 and GRE both go on to S_WST
+        nx[S_CW1]  = (state[S_B2L] && !ab_ff) || (state[S_M2L] && !mt_ff);
+        nx[S_CW2]  = state[S_CW1] || (state[S_B1L] && !byte_pb[7]);
         nx[S_CW3]  = state[S_CW2];
         nx[S_CK]   = state[S_CW3];
         nx[S_C]    = state[S_CK];
-        nx[S_GRE]  = state[S_C] && ck_gre;
-        nx[S_GRE2] = state[S_GRE];
         // the decision is made (S_WST's first cycle). The status is there (s_rdy): commit, the
         // action carries it (S_OUT). It is not, nor coming (cut_go): cut-through, the action
         // leaves now (S_CA), the status follows (S_CW: commit) on the fin channel (S_FIN).
         // It is being latched: wait for s_rdy (at most two cycles).
         nx[S_WST]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
                      (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
-                     (state[S_C] && !ck_gre) || state[S_GRE2] ||
+                     state[S_C] ||
                      (state[S_WST] && !s_rdy && !cut_go);
         // act_valid is high throughout S_OUT
         nx[S_OUT]  = (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready));
@@ -847,7 +867,7 @@ module wccp_decide #(
     end
 
     // the decision's action fields: S_DEC (forward normally, drop, or decapsulate a GRE
-    // return), S_C (L2 rewrite, or GRE with the checksum from S_GRE4)
+    // return), S_C (L2 rewrite, or GRE with its checksum, cache address and redirect header)
     always @(posedge clk) begin
         if (state[S_DEC]) d_drop <= x_retbad;
         if (state[S_DEC] || (state[S_C] && ck_dm)) begin
@@ -858,9 +878,9 @@ module wccp_decide #(
         end
         if ((state[S_DEC] && x_retok) || (state[S_C] && ck_dm))
             act_dmac <= state[S_DEC] ? r_decmac : ln_rdata[47:0];
-        if (state[S_GRE2]) begin
-            act_csum <= ~(cs4[15:0] + {15'd0, cs4[16]});
-            act_cip <= cache_ip;
+        if (state[S_C] && ck_gre) begin
+            act_csum <= ~(cs_b0[16] ? cs_b1[15:0] : cs_b0[15:0]);
+            act_cip <= ca_rdata;
             act_rh <= rh;
         end
     end
