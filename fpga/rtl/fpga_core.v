@@ -207,7 +207,7 @@ module fpga_core #(
             .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
             .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 1]));
-        wccp_bank_ram #(.AW(9), .DW(32)) bucket (
+        wccp_bank_ram #(.AW(9), .DW(32), .RD_REG(0)) bucket (
             .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd2), .wr_addr(t_addr[8:0]),
             .wr_data(t_data), .rd_addr(bk_raddr), .rd_data(bk_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 2]));

@@ -238,7 +238,7 @@ module wccp_decide #(
     wccp_decide_cfg cfg (
         .clk(clk), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .mtu(mtu),
         .router_id(router_id), .svp(c_svp), .pr0(c_pr0), .needp(c_needp), .cnt(iss_cnt),
-        .mtu_r(mtu_r), .rid_sum(rid_sum));
+        .mtu_r(mtu_r), .rid_sum(rid_sum), .hsel(c_hsel), .msel(c_msel));
 
     // ---- classification (from the latched bundle and the configuration, every cycle) ----
     // each slot's port; per (slot, list entry) port compares in bytes; slot port match,
@@ -248,6 +248,7 @@ module wccp_decide #(
     reg [7:0]   c_pm, c_pz, c_preq, c_protok;
     wire [63:0] c_svp;           // slot*8: the slot's protocol (a local copy)
     wire [7:0]  c_pr0, c_needp;  // slot's protocol is 0; slot needs a port match
+    wire [7:0]  c_hsel, c_msel;  // slot's assignment is hash / mask (with mask sets)
     reg [7:0]   smatch_r;
     reg [2:0]   msl;
     // copies of msl for its far consumers (timing: msl feeds the 96-bit configuration mux;
@@ -459,7 +460,10 @@ module wccp_decide #(
     // (7 for a frame without a valid IPv4 header: no scan).
     always @(posedge clk) begin
         for (cs = 0; cs < 8; cs = cs + 1) begin
-            c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? f_sport : f_dport;
+            // the slot's port: loaded from the queue head while idle (like the bundle
+            // registers, with the live configuration: a commit lands while the engine is
+            // idle and held), so it is valid with the latch
+            if (state[S_IDLE]) c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? in_sport : in_dport;
             for (cj = 0; cj < 8; cj = cj + 1) begin
                 c_peqh[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 + 8 +: 8] == c_port[cs*16 + 8 +: 8]);
                 c_peql[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 8] == c_port[cs*16 +: 8]);
@@ -509,10 +513,12 @@ module wccp_decide #(
         nh_nz <= |nh_nz4;
         r_decmac <= nh_nz ? nh_mac : f_dst;
 
-        h_sip <= fold32(f_sip);
-        h_dip <= fold32(f_dip);
-        h_sp <= f_sport[15:8] ^ f_sport[7:0];
-        h_dp <= f_dport[15:8] ^ f_dport[7:0];
+        if (state[S_IDLE]) begin        // from the queue head, valid with the latch
+            h_sip <= fold32(in_sip);
+            h_dip <= fold32(in_dip);
+            h_sp <= in_sport[15:8] ^ in_sport[7:0];
+            h_dp <= in_dport[15:8] ^ in_dport[7:0];
+        end
         pb <= (m_flags[0] ? h_sip : 8'd0) ^ (m_flags[1] ? h_dip : 8'd0) ^
               (m_flags[2] ? h_sp : 8'd0) ^ (m_flags[3] ? h_dp : 8'd0);
         ab <= (m_flags[8] ? h_sip : 8'd0) ^ (m_flags[9] ? h_dip : 8'd0) ^
@@ -525,8 +531,8 @@ module wccp_decide #(
         x_inval  <= f_is_ip && !f_ip_hdr_ok && active;
         x_ntr    <= f_is_ip && active;
         x_base   <= f_is_ip && f_ip_hdr_ok && !g_ret_hit && active && mfound;
-        m_hash   <= (m_ctrl[2:1] == 2'd1);
-        m_mask   <= (m_ctrl[2:1] == 2'd2) && (m_ctrl[10:8] != 3'd0);
+        m_hash   <= c_hsel[msl];            // per-slot flags (wccp_decide_cfg): with m_ctrl
+        m_mask   <= c_msel[msl];
         x_slot   <= x_base;
         x_fromc  <= x_base && r_fromc;
         x_hash   <= x_base && !r_fromc && m_hash;
@@ -566,8 +572,8 @@ module wccp_decide #(
                            state[S_B2L] ? byte_ab[4:0] : state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
         for (kc = 0; kc < 4; kc = kc + 1)
             cq_pb[kc] <= state[S_HW1] && (pb[1:0] == kc[1:0]);
-        bk_raddr <= {msl_a, (state[S_DEC] || bk_alt) ? ab[7:2] : pb[7:2]};
-        bk_alt <= !state[S_C1] && (bk_alt || state[S_DEC]);
+        bk_raddr <= {msl_a, (state[S_H] || bk_alt) ? ab[7:2] : pb[7:2]};
+        bk_alt <= !state[S_C1] && (bk_alt || state[S_H]);
         mp_raddr <= {msl_a, mset[1:0], !state[S_MA]};
         mt_raddr <= {msl_a, mset[1:0], midx[6:2]};
 
@@ -739,8 +745,10 @@ module wccp_decide #(
         nx[S_C2]   = state[S_C1];
         nx[S_C3]   = state[S_C2];
         // scan_idle lags a cycle: the scan is running (or not started) in S_C3
-        nx[S_SCAN] = state[S_C3] || (state[S_SCAN] && !scan_idle);
-        nx[S_PRE]  = state[S_SCAN] && scan_idle;
+        // the prefilter's "no" (sf_none, the first S_SCAN cycle) ends the scan at once: nothing
+        // issued or in flight can hit, no learn is pending (fcm stays clear)
+        nx[S_SCAN] = state[S_C3] || (state[S_SCAN] && !scan_idle && !sf_none);
+        nx[S_PRE]  = state[S_SCAN] && (scan_idle || sf_none);
         nx[S_PRE2] = state[S_PRE];
         nx[S_DEC]  = state[S_PRE2];
         // hash: the primary bucket byte is read in S_B1L (the cache address is set from
@@ -939,7 +947,9 @@ module wccp_decide_cfg (
     output reg  [7:0]   needp,       // the slot matches ports (TCP or UDP, ports defined)
     output reg  [55:0]  cnt,         // scan entries minus one: slot 0, then slots 7 .. 1
     output reg  [15:0]  mtu_r,
-    output reg  [19:0]  rid_sum      // the constant part of the GRE outer checksum
+    output reg  [19:0]  rid_sum,     // the constant part of the GRE outer checksum
+    output reg  [7:0]   hsel,        // the slot's assignment is hash
+    output reg  [7:0]   msel         // the slot's assignment is mask, with mask sets
 );
     // entries of a slot that take part in the scan, minus one, 7 bits: min(n, 32) - 1, all
     // ones (bit 6 set) for none
@@ -954,6 +964,8 @@ module wccp_decide_cfg (
             svp[s*8 +: 8] <= grp_svc[s*32+24 +: 8];
             pr0[s] <= (svp[s*8 +: 8] == 8'd0);
             needp[s] <= (svp[s*8 +: 8] == 8'd6 || svp[s*8 +: 8] == 8'd17) && grp_flags[s*32 + 4];
+            hsel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd1);
+            msel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd2) && (grp_ctrl[s*32+8 +: 3] != 3'd0);
         end
         cnt <= {nm1(grp_ctrl[16 +: 6]),
                 nm1(grp_ctrl[7*32+16 +: 6]), nm1(grp_ctrl[6*32+16 +: 6]),

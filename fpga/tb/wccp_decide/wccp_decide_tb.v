@@ -123,7 +123,7 @@ module wccp_decide_tb #(
         .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
         .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(1'b0),
         .copy_busy(copy_busy[1]));
-    wccp_bank_ram #(.AW(9), .DW(32)) bucket (
+    wccp_bank_ram #(.AW(9), .DW(32), .RD_REG(0)) bucket (
         .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd2), .wr_addr(t_addr[8:0]),
         .wr_data(t_data), .rd_addr(bk_raddr), .rd_data(bk_rdata), .copy_start(1'b0),
         .copy_busy(copy_busy[2]));
