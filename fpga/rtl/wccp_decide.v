@@ -649,6 +649,8 @@ module wccp_decide #(
     reg        o_idle;
     always @(posedge clk) o_idle <= out_idle;
     wire       cut_go = !s_have && o_idle;
+    // S_C cuts through straight away (its decision: the chosen cache, or forwarding)
+    wire       c_cut = state[S_C] && cut_go;
     always @(posedge clk) begin
         if (s_want) begin
             s_have <= st_valid;
@@ -784,15 +786,17 @@ module wccp_decide #(
         // action carries it (S_OUT). It is not, nor coming (cut_go): cut-through, the action
         // leaves now (S_CA), the status follows (S_CW: commit) on the fin channel (S_FIN).
         // It is being latched: wait for s_rdy (at most two cycles).
+        // S_C (a cache was chosen) cuts through at once when it can (c_cut: the action is
+        // loaded from S_C's own fields as it leaves S_C, see ca), else it waits in S_WST.
         nx[S_WST]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
                      (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
-                     state[S_C] ||
+                     (state[S_C] && !cut_go) ||
                      (state[S_WST] && !s_rdy && !cut_go);
         // act_valid is high throughout S_OUT
         nx[S_OUT]  = (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready));
         // act_valid is high throughout S_CA (the action's fields are loaded in S_WST's last
-        // cycle already, see ca)
-        nx[S_CA]   = (state[S_WST] && !s_rdy && cut_go) || (state[S_CA] && !(act_valid && act_ready));
+        // cycle already, or in S_C's, see ca)
+        nx[S_CA]   = (state[S_WST] && !s_rdy && cut_go) || c_cut || (state[S_CA] && !(act_valid && act_ready));
         nx[S_CW]   = (state[S_CA] && act_valid && act_ready) || (state[S_CW] && !s_rdy);
         nx[S_FIN]  = (state[S_CW] && s_rdy) || (state[S_FIN] && !(fin_valid && fin_ready));
     end
@@ -813,7 +817,7 @@ module wccp_decide #(
         end else begin
             state <= nx;
             in_ready <= state[S_IDLE] && take;
-            act_valid <= (state[S_WST] && (s_rdy || cut_go)) ||
+            act_valid <= (state[S_WST] && (s_rdy || cut_go)) || c_cut ||
                          (state[S_OUT] && !(act_valid && act_ready)) ||
                          (state[S_CA] && !(act_valid && act_ready));
             st_pop <= commit;
@@ -897,8 +901,8 @@ module wccp_decide #(
     // and the status latch until the action is taken (the latched bundle, the decision's
     // fields, the status flags), and the configuration's fields frozen while the engine waits
     // (wt: a commit may switch the configuration then).
-    // Cut-through (S_CA, and S_WST's last cycle before it, which loads these as act_valid
-    // rises): the decision's
+    // Cut-through (S_CA, and S_WST's or S_C's last cycle before it, which loads these as
+    // act_valid rises; S_C's cache action from its own fields, use_c): the decision's
     // action; the builder copies to the end the fin names, and stomps the frame if the fin
     // is bad. Status first (loaded at the commit, S_WST with s_rdy: the decision's fields are
     // valid from S_WST's first cycle): s_ok the decision's action, a bad frame a drop of its
@@ -906,8 +910,9 @@ module wccp_decide #(
     // kind, else dropped.
     // The fin (S_FIN): fin_good unless the frame is bad or a truncated datagram that the
     // decision redirects, decapsulates or drops (C_TRUNC).
-    wire ca = state[S_CA] || (state[S_WST] && !s_rdy && cut_go);
+    wire ca = state[S_CA] || (state[S_WST] && !s_rdy && cut_go) || c_cut;
     wire use_d = ca || s_ok;
+    wire use_c = c_cut && ck_dm;    // S_C's cache action (d_* take it in the same edge)
     always @(posedge clk) begin
         act_start <= f_start;
         act_flen <= ca ? 11'd0 : l_flen;    // cut-through: the fin's, and stable while offered
@@ -920,10 +925,10 @@ module wccp_decide #(
         act_tl <= gre_tl_r;
         act_cut <= ca;
         act_drop <= ca ? d_drop : (s_bad || (s_ok && d_drop) || (s_nr && d_redir));
-        act_port <= use_d ? d_port : (PORT[0] ^ 1'b1);
-        act_kind <= use_d ? d_kind : 2'd0;
-        act_hlen <= use_d ? d_hlen : 6'd0;
-        act_src_off <= use_d ? d_src_off : 11'd0;
+        act_port <= use_c ? ln_rdata[48] : use_d ? d_port : (PORT[0] ^ 1'b1);
+        act_kind <= use_c ? c_kind : use_d ? d_kind : 2'd0;
+        act_hlen <= use_c ? c_hlen : use_d ? d_hlen : 6'd0;
+        act_src_off <= use_c ? c_src_off : use_d ? d_src_off : 11'd0;
         fin_good <= !s_bad && !(s_nr && d_redir);
         fin_flen <= l_flen;
     end
