@@ -130,14 +130,15 @@ module wccp_decide #(
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
     // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 20 + (cache entries of all slots) cycles
-    // for a frame from a cache, and a constant 9 (not IPv4) to 19 (hash redirect, L2 or GRE;
-    // 29 for a mask redirect found in the first set) cycles from the take to act_valid for a
-    // client's frame, whose scan the prefilter ends at once. A client's hash redirect, in
-    // cycles after the take: S_DEC 9, S_H, S_HW1, S_B1 12 (the primary bucket word: the cache
-    // address from its byte), S_B1L 13 (its flags), S_CW2, S_CW3, S_CK 16 (the cache's words),
-    // S_C 17 (the chosen cache's flags, the action fields and the GRE checksum), S_WST 18,
-    // act_valid 19. An alternate bucket adds 2 (S_B2L 14, S_CW1 .. S_C 19), each further
-    // mask set 13.
+    // for a frame from a cache, and a constant 9 (not IPv4, or no slot) to 16 (hash redirect,
+    // L2 or GRE, cut-through; 17 when it waits in S_WST; 26 for a mask redirect found in the
+    // first set, cut-through) cycles from the take to act_valid for a client's frame, whose scan the
+    // prefilter ends at once. A client's hash redirect, in cycles after the take: S_DEC 7,
+    // S_H, S_HW1, S_B1 10 (the primary bucket word, on the bucket table's 2-cycle read: the
+    // cache address from its byte), S_B1L 11 (its flags), S_CW2, S_CW3, S_CK 14 (the cache's
+    // words), S_C 15 (the chosen cache's flags, the action fields and the GRE checksum; the
+    // action leaves from here when it can cut through), act_valid 16. An alternate bucket
+    // adds 2 (S_B2L 12, S_CW1 .. S_C 17), each further mask set 13.
     // Values that only depend on the latched bundle, the configuration or other registers
     // are registered every cycle (no enable); the outcome of each decision step is a
     // registered flag, so that next-state logic and enables are a state bit and a flag.
@@ -405,12 +406,13 @@ module wccp_decide #(
     // table bytes selected from the RAM words every cycle (registered before any decision),
     // with their "none" (0xFF) flags, in one stage from the RAM word (the byte's place, pb /
     // ab / midx[1:0], is a register that is stable long before): the primary bucket word is
-    // on bk_rdata from 12 cycles after the take (bk_raddr follows pb and msl, valid 9 cycles
-    // after), its byte and flag 13 cycles after, in S_B1L at the earliest (S_DEC + 4). The
-    // bucket address turns to the alternate in S_DEC (bk_alt keeps it): the primary word stays
-    // on bk_rdata until S_DEC + 3 (S_B1), the alternate's is there from S_DEC + 4, so its byte
-    // and flag are ready in S_B2L (S_B1L + 1). The value table word (mt_raddr valid in S_MT)
-    // is on mt_rdata in S_M2 (S_MT + 3), its byte and flag in S_M2L.
+    // on bk_rdata (the RAM's output register: the bucket table has no fabric register) from
+    // 10 cycles after the take (bk_raddr follows pb and msl, valid 8 cycles after), its byte
+    // and flag 11 cycles after, in S_B1L at the earliest (S_DEC + 4). The bucket address turns
+    // to the alternate in S_H (bk_alt keeps it): the primary word stays on bk_rdata until
+    // S_DEC + 3 (S_B1), the alternate's is there from S_DEC + 4, so its byte and flag are
+    // ready in S_B2L (S_B1L + 1). The value table word (mt_raddr valid in S_MT) is on mt_rdata
+    // in S_M2 (S_MT + 3: 3-cycle read), its byte and flag in S_M2L.
     reg [7:0] byte_pb, byte_ab, byte_mt;
     reg [3:0] bk_ff, mt_ff4;     // bucket / value table word bytes that are 0xFF (comb.)
     reg       pb_ff, ab_ff, mt_ff;
@@ -450,14 +452,17 @@ module wccp_decide #(
                       (alt_used ? ab : 8'd0), (x_hash ? pb : 8'd0)};
 
     // classification and GRE checks: registered every cycle from the latched bundle and the
-    // live configuration (both stable while a frame is decided). The first slot (msl) is
-    // valid 6 cycles after the latch, its configuration (m_*) 7 and pb / ab 8 cycles after;
-    // they only matter for frames with a valid IPv4 header, whose scan (ended by the
-    // prefilter in its third cycle at the earliest) keeps the state machine out of S_PRE
-    // until 7 cycles after the latch: S_DEC, 9 cycles after, reads the x_* flags in the
-    // first cycle they are valid, and S_B1 / S_B1L the primary bucket's word / flag (above). The GRE
-    // return flags (x_retok, x_retbad) are valid 5 cycles after the latch, in time for S_DEC
-    // (7 for a frame without a valid IPv4 header: no scan).
+    // live configuration (both stable while a frame is decided; each slot's port c_port and
+    // the key folds h_* are loaded from the queue head while idle, so they are valid with the
+    // latch like the bundle registers). The first slot (msl) is valid 5 cycles after the
+    // latch, its configuration (m_*) and its hash / mask flags (m_hash, m_mask: per-slot
+    // flags of wccp_decide_cfg) 6, the x_* flags and pb / ab 7 cycles after; they only matter
+    // for frames with a valid IPv4 header, whose scan (ended by the prefilter's "no" in its
+    // first S_SCAN cycle, 4 cycles after the latch, which goes straight to S_PRE) keeps the
+    // state machine out of S_PRE until 5 cycles after the latch: S_DEC, 7 cycles after, reads
+    // the x_* flags in the first cycle they are valid, and S_B1 / S_B1L the primary bucket's
+    // word / flag (above). The GRE return flags (x_retok, x_retbad) are valid 5 cycles after
+    // the latch, in time for S_DEC (7 for a frame without a valid IPv4 header too: no scan).
     always @(posedge clk) begin
         for (cs = 0; cs < 8; cs = cs + 1) begin
             // the slot's port: loaded from the queue head while idle (like the bundle

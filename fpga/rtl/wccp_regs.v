@@ -211,6 +211,14 @@ module wccp_regs #(
     end
 
     always @(posedge clk) t_data <= d_wd;   // (qualified by t_wr: no enable)
+    // the table write address, also qualified by t_wr, every cycle: cache tables a[9:2] (a[9:7]
+    // slot, a[6:2] cache) in bits 7:0, the mask positions {a[6:4] slot, a[2:1] set, a[0]
+    // word} in bits 5:0, the bucket and value tables a[8:0] / a[9:0]; the bits a table does
+    // not use are left as they come (a multiplexer, no forced zeros: no set/reset pins on
+    // these flip-flops, whose write-address paths were the slowest; timing)
+    always @(posedge clk)
+        t_addr <= w_cache ? {d_a[9:8], d_a[9:2]} :
+                  w_maskset ? {d_a[9:6], d_a[6:4], d_a[2:1], d_a[0]} : d_a[9:0];
     always @(posedge clk) begin
         t_wr <= 1'b0;
         copy_start <= 1'b0;
@@ -292,8 +300,8 @@ module wccp_regs #(
             if (w_cache) begin
                 // a[9:7] slot, a[6:2] cache, a[1:0] register
                 case (d_a[1:0])
-                2'd0: begin t_wr <= 1'b1; t_sel <= 3'd0; t_addr <= {2'b00, d_a[9:2]}; end
-                2'd1: begin t_wr <= 1'b1; t_sel <= 3'd1; t_addr <= {2'b00, d_a[9:2]}; end
+                2'd0: begin t_wr <= 1'b1; t_sel <= 3'd0; end
+                2'd1: begin t_wr <= 1'b1; t_sel <= 3'd1; end
                 2'd2: begin
                     ln_wr <= 1'b1;
                     ln_idx <= d_a[9:2];
@@ -302,12 +310,9 @@ module wccp_regs #(
                 default: ln_stage <= d_wd;
                 endcase
             end
-            if (w_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; t_addr <= {1'b0, d_a[8:0]}; end
-            if (w_maskset) begin
-                // a[6:4] slot, a[3:1] set (0..3 used), a[0] word
-                t_wr <= 1'b1; t_sel <= 3'd3; t_addr <= {4'd0, d_a[6:4], d_a[2:1], d_a[0]};
-            end
-            if (w_masktab) begin t_wr <= 1'b1; t_sel <= 3'd4; t_addr <= d_a[9:0]; end
+            if (w_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; end
+            if (w_maskset) begin t_wr <= 1'b1; t_sel <= 3'd3; end
+            if (w_masktab) begin t_wr <= 1'b1; t_sel <= 3'd4; end
         end
     end
 
