@@ -188,8 +188,6 @@ module wccp_builder #(
     wire             done = (pop && m_last) || skip_rel;     // handed over / skipped
     wire             f_done = done && a_cut;
     wire             accept = ld_en && act_valid;
-    // the accepted action starts fast (see fast)
-    wire             fast_n = act_cut && !act_drop && !f_have && !f_take;
     // in l2: the frame is skipped (dropped, nothing to send, or its fin is bad already)
     wire             skip_n = a_drop || (!a_cut && a_h0 && c0) || (a_cut && fk && bad);
 
@@ -349,14 +347,14 @@ module wccp_builder #(
             ld <= accept;
             l2 <= ld;
             go <= l2;
-            if (accept) fast <= fast_n;
+            if (accept) fast <= act_cut && !act_drop && !f_have && !f_take;
             // the egress request goes out with l2 (the MAC starts its preamble with it, long
             // before the first byte is due; see fpga_core), for a cut frame without a fin yet
             // with the accept already (fast): such a frame is not skipped (skip_n in l2 sees
             // no fin taken before the accept), it is sent, or stomped if its fin turns out bad
             if (l2 && !skip_n && !fast)
                 req <= a_port ? 2'b10 : 2'b01;
-            if (accept && fast_n)
+            if (accept && act_cut && !act_drop && !f_have && !f_take)
                 req <= act_port ? 2'b10 : 2'b01;
         end
     end

@@ -419,7 +419,7 @@ module wccp_decide #(
     reg [6:0] cidx;
     reg       cidx_bad;          // cidx >= the slot's cache count
     reg       alt_used;
-    reg       bk_alt;            // the bucket address is the alternate's (from S_H on)
+    reg       bk_alt;            // the bucket address is the alternate's (from S_DEC on)
     reg [3:0] cq_pb;             // S_B1: the primary bucket byte's place in the word, one-hot
     // the primary bucket byte's cache index bits, straight from the RAM word in S_B1 (the
     // cache address is set a cycle before S_B1L decides: a read that is not used is harmless)
@@ -759,7 +759,7 @@ module wccp_decide #(
         nx[S_PRE2] = state[S_PRE];
         nx[S_DEC]  = state[S_PRE2];
         // hash: the primary bucket byte is read in S_B1L (the cache address is set from
-        // its word in S_B1), the alternate in S_B2L (its word was addressed from S_H on)
+        // its word in S_B1), the alternate in S_B2L (its word was addressed from S_DEC on)
         nx[S_H]    = state[S_DEC] && x_hash;
         nx[S_HW1]  = state[S_H];
         nx[S_B1]   = state[S_HW1];
@@ -781,8 +781,7 @@ module wccp_decide #(
         nx[S_M2L]  = state[S_M2];
         // the cache: address from the table byte's state (the primary bucket's from S_B1:
         // S_B1L skips S_CW1), flags in S_CK (an index past the count: in S_C); the GRE
-        // checksum is ready in S_C as well, so L2 and GRE leave S_C alike (cut-through at
-        // once, else through S_WST)
+        // checksum is ready in S_C as well, so L2 and GRE both go on to S_WST
         nx[S_CW1]  = (state[S_B2L] && !ab_ff) || (state[S_M2L] && !mt_ff);
         nx[S_CW2]  = state[S_CW1] || (state[S_B1L] && !byte_pb[7]);
         nx[S_CW3]  = state[S_CW2];
@@ -975,8 +974,8 @@ module wccp_decide_cfg (
             svp[s*8 +: 8] <= grp_svc[s*32+24 +: 8];
             pr0[s] <= (svp[s*8 +: 8] == 8'd0);
             needp[s] <= (svp[s*8 +: 8] == 8'd6 || svp[s*8 +: 8] == 8'd17) && grp_flags[s*32 + 4];
-            hsel[s] <= (grp_ctrl[s*32+1 +: 2] == `WCCP_ASSIGN_HASH);
-            msel[s] <= (grp_ctrl[s*32+1 +: 2] == `WCCP_ASSIGN_MASK) && (grp_ctrl[s*32+8 +: 3] != 3'd0);
+            hsel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd1);
+            msel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd2) && (grp_ctrl[s*32+8 +: 3] != 3'd0);
         end
         cnt <= {nm1(grp_ctrl[16 +: 6]),
                 nm1(grp_ctrl[7*32+16 +: 6]), nm1(grp_ctrl[6*32+16 +: 6]),
