@@ -1,6 +1,8 @@
 """Shared helpers for the cocotb testbenches: simulator runner, register access, table
 programming (mirrors wccp.fwdmodel.ForwardingModel's DataPlane calls onto the register map)
 and frame-level scoreboard utilities."""
+import contextlib
+import fcntl
 import os
 import pathlib
 import sys
@@ -19,17 +21,51 @@ def rtl_sources(exclude=("fpga.v",)):
     return [p for p in sorted(RTL.glob("*.v")) if p.name not in exclude]
 
 
+def build_jobs():
+    """Parallel compile jobs for one Verilator build (`make -j` in the cocotb runner; cocotb's
+    default is min(4, CPUs)). Under pytest-xdist every worker may build at once, so the CPUs
+    are shared out: CPUs // workers, at least 1. WCCP_BUILD_JOBS overrides."""
+    if os.environ.get("WCCP_BUILD_JOBS"):
+        return max(1, int(os.environ["WCCP_BUILD_JOBS"]))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    return max(1, min(4, cpus // max(1, workers)))
+
+
+def limit_build_jobs():
+    import cocotb_tools.runner as cocotb_runner
+    cocotb_runner.MAX_PARALLEL_BUILD_JOBS = build_jobs()
+
+
+@contextlib.contextmanager
+def dir_lock(path):
+    """Hold an exclusive lock on `path` (a build directory) while building and running in it:
+    another pytest-xdist worker or another pytest session in the same checkout waits instead
+    of overwriting the simulator binary under a running test."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / (".%s.lock" % path.name), "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def run_sim(sim, toplevel, test_file, parameters=None, extra_env=None, sources=None, testcase=None,
             defines=None, tag=""):
     """Build and run the cocotb test module `test_file` against `toplevel` on `sim` (`tag`
-    names a separate build directory for one of several configurations)."""
+    names a separate build directory for one of several configurations; every test should
+    have its own, so that parallel workers never wait for each other)."""
+    test_file = pathlib.Path(test_file)
+    build_dir = ROOT / "build" / "sim" / ("%s-%s%s" % (test_file.stem, sim, ("-" + tag) if tag else ""))
+    with dir_lock(build_dir):
+        _run_sim(sim, toplevel, test_file, build_dir, parameters, extra_env, sources, testcase, defines)
+
+
+def _run_sim(sim, toplevel, test_file, build_dir, parameters, extra_env, sources, testcase, defines):
     from cocotb_tools.runner import get_results, get_runner
 
     venv_bin = str(ROOT / ".venv" / "bin")
     if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
-    test_file = pathlib.Path(test_file)
-    build_dir = ROOT / "build" / "sim" / ("%s-%s%s" % (test_file.stem, sim, ("-" + tag) if tag else ""))
+    limit_build_jobs()
     runner = get_runner(sim)
     build_args = []
     if sim == "verilator":

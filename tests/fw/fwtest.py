@@ -19,3 +19,11 @@ def raises(exc, fn, *args, **kwargs):
 def is_micropython():
     import sys
     return sys.implementation.name == "micropython"
+
+
+def scratch_name(prefix):
+    """A file or directory name no other run uses at the same time: these modules run under
+    CPython and MicroPython, possibly at once on two pytest-xdist workers, both in the repo
+    root. MicroPython's os has no getpid; os.urandom exists on both."""
+    import os
+    return "%s_%s" % (prefix, "".join("%02x" % b for b in os.urandom(6)))

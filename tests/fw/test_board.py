@@ -1,7 +1,7 @@
 """wccp.board: pin names, network bring-up with recording fakes of network/machine."""
 import json
 
-from fwtest import raises
+from fwtest import raises, scratch_name
 from wccp import board
 
 
@@ -166,7 +166,7 @@ def test_load_bitstream_with_fakes():
             return spi
 
     d = _board("olimex_esp32_poe")
-    name = "board_test_fpga.bit"
+    name = scratch_name("board_test_fpga") + ".bit"
     with open(name, "wb") as f:
         f.write(b"\xff\xff\xbd\xb3" + bytes(100))
     try:

@@ -1,5 +1,5 @@
 """wccp.fpgaload: exact pin/SPI transaction sequences against a recording fake FPGA."""
-from fwtest import raises
+from fwtest import raises, scratch_name
 from wccp import fpgaload
 
 
@@ -153,7 +153,7 @@ def test_ecp5_exact_sequence():
 
 def test_ecp5_from_file_on_filesystem():
     import os
-    name = "fpgaload_test.bit"
+    name = scratch_name("fpgaload_test") + ".bit"
     with open(name, "wb") as f:
         f.write(BITSTREAM)
     try:

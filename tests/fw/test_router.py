@@ -3,6 +3,7 @@
 Messages are built and parsed with the codec; the data plane is a recording fake with a
 shadow/live split, so "handed over atomically" means: visible only after one commit.
 """
+from fwtest import scratch_name
 from wccp import codec, config
 from wccp.router import Router, WEB_CACHE_DEFINITION, C_RID, C_REASON, C_ROUTERS, is_usable
 from wccp.storage import MemStorage, FileStorage
@@ -820,7 +821,7 @@ def test_reboot_never_repeats_member_change_numbers():
 
 def test_file_storage_persists_boot_counter():
     import os
-    d = "/tmp/wccp_test_router_storage_%d" % (os.getpid() if hasattr(os, "getpid") else 1)
+    d = "/tmp/" + scratch_name("wccp_test_router_storage")
     try:
         os.mkdir(d)
     except OSError:

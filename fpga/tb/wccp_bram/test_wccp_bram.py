@@ -120,7 +120,7 @@ def test_wccp_bram(sim, aw, dw, variant):
         kw = dict(sources=[wccp_tb.RTL / "wccp_bram.v", ecp5], parameters={"AW": aw, "DW": dw},
                   defines={"WCCP_ECP5_BRAM": 1})
     else:
-        d = wccp_tb.ROOT / "build" / "sim" / ("bram-netlist-" + tag)
+        d = wccp_tb.ROOT / "build" / "sim" / ("bram-netlist-%s-%s" % (sim, tag))    # per test: no shared file
         d.mkdir(parents=True, exist_ok=True)
         net = _yosys_netlist(variant, aw, dw, d / "netlist.v")
         kw = dict(sources=[net, ecp5])

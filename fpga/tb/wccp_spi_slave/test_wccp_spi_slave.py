@@ -255,4 +255,5 @@ def test_wccp_spi_slave(sim):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_spi_register_file(sim):
-    wccp_tb.run_sim(sim, "fpga_core", __file__, testcase=["test_core_register_file_25mhz"])
+    # own build directory: test_wccp_spi_slave builds another top level from this file
+    wccp_tb.run_sim(sim, "fpga_core", __file__, testcase=["test_core_register_file_25mhz"], tag="regfile")
