@@ -25,8 +25,15 @@ setup: system $(VENV)/.stamp
 run: setup
 	$(VENV)/bin/wccp run --fpga $${FPGA:-rtl}
 
+# The suite runs on TEST_WORKERS pytest-xdist processes (auto: one per CPU core; 0: no xdist,
+# one process). --dist loadgroup keeps each module that reuses fixed addresses on one worker
+# (tests/conftest.py). PYTEST_ARGS is appended (e.g. PYTEST_ARGS="-k twin --durations=20");
+# PYTEST_XDIST= (empty) drops the parallel options altogether.
+TEST_WORKERS ?= auto
+PYTEST_XDIST ?= -n $(TEST_WORKERS) --dist loadgroup
+
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 lint: lint-py lint-verilog
 

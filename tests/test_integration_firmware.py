@@ -17,6 +17,10 @@ from wccp import codec
 from wccptool import cachesim as cs
 from wccptool import launch
 
+# Listed in tests/conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
+# workers at the same time, as every scenario has its own
+# 127.41.<n>.x addresses and HTTP ports. Keep it so.
+
 T = 0.5
 T_MS = 500
 

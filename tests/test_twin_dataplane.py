@@ -21,6 +21,10 @@ from wccp.fwdmodel import ForwardingModel, with_fcs
 from wccptool import twin
 from wccptool.pcap import read_pcap, write_pcap
 
+# Listed in tests/conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
+# workers at the same time, as every test has its own twin
+# ports (_PORTS + 10 * test) and namespace prefix. Keep it so.
+
 ROUTER = ip2int("10.61.0.1")
 APPL_MAC = mac("02:61:00:00:00:aa")
 GW_MAC = mac("02:61:00:00:00:fe")

@@ -1,0 +1,108 @@
+"""Parallel runs with pytest-xdist: `make test` runs `pytest -n auto --dist loadgroup`.
+
+Which tests may run at the same time on different workers:
+
+* Most modules here reuse fixed loopback addresses and ports from test to test (the firmware
+  on 127.31.0.1:2048 in tests/test_app.py, for instance): all tests of such a module form one
+  work unit and run on one worker, in file order.
+* SPLIT_MODULES give every test its own subnet, ports, namespaces and directories: each test
+  is a unit of its own.
+* tests/test_micropython.py: one unit per firmware test module (one MicroPython process runs
+  a whole module; its cases are read from that run, see _run_module there).
+* Everything else (fpga/tb: each cocotb test has its own build directory, fpga/tb/wccp_tb.py)
+  is scheduled test by test.
+
+xdist's own `--dist loadgroup` (xdist_group marks) cannot do this with pytest 9.2: it groups
+by rewriting item._nodeid, which pytest 9.2 no longer reads (pytest-xdist issue #1386), so
+the marks are silently ignored. Instead this file supplies the `--dist loadgroup` scheduler
+itself (pytest_xdist_make_scheduler, in the controlling process); it groups by node ID and
+also honours an `@group` suffix should xdist_group marks work again.
+
+Units are handed out heaviest first (WEIGHTS, seconds measured on the 2-core CI machine;
+unknown units count DEFAULT_WEIGHT per test): the long cocotb and twin runs start early and
+the short tests fill in at the end, so both workers finish at about the same time. The table
+only affects the order, never which tests run together; a stale entry costs balance only.
+"""
+import pytest
+
+TESTS_DIR = "tests/"
+SPLIT_MODULES = {
+    "tests/test_integration_firmware.py",
+    "tests/test_squid_interop.py",
+    "tests/test_twin_dataplane.py",
+    "tests/test_twin_e2e.py",
+    "tests/test_twin_run.py",
+}
+PER_FW_MODULE = "tests/test_micropython.py"
+
+# unit (node ID or module) prefix -> seconds; the first matching prefix wins
+WEIGHTS = {
+}
+DEFAULT_WEIGHT = {"fpga/tb/": 20.0, "": 1.0}     # seconds per test, by path prefix
+
+
+def unit_of(nodeid):
+    """The work unit of a test: tests of one unit never run on two workers at once."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):           # an xdist_group mark (if xdist honours it)
+        return nodeid.rsplit("@", 1)[1]
+    path = nodeid.split("::", 1)[0]
+    if not path.startswith(TESTS_DIR) or path in SPLIT_MODULES:
+        return nodeid
+    if path == PER_FW_MODULE and "[" in nodeid:
+        return "%s::%s" % (path, nodeid.split("[", 1)[1].split("::", 1)[0])
+    return path
+
+
+def unit_weight(unit, nodeids):
+    for prefix, seconds in WEIGHTS.items():
+        if unit.startswith(prefix):
+            return seconds
+    per_test = next(w for p, w in DEFAULT_WEIGHT.items() if unit.startswith(p))
+    return per_test * len(nodeids)
+
+
+def _make_scheduler_class():
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):
+        """xdist's loadscope scheduling with unit_of() as the scope, heaviest unit first."""
+
+        def _split_scope(self, nodeid):
+            return unit_of(nodeid)
+
+        def schedule(self):
+            assert self.collection_is_completed
+            if self.collection is not None:
+                for node in self.nodes:
+                    self._reschedule(node)
+                return
+            if not self._check_nodes_have_same_collection():
+                self.log("**Different tests collected, aborting run**")
+                return
+            self.collection = list(next(iter(self.registered_collections.values())))
+            if not self.collection:
+                return
+            units = {}
+            for nodeid in self.collection:
+                units.setdefault(self._split_scope(nodeid), {})[nodeid] = False
+            for unit in sorted(units, key=lambda u: -unit_weight(u, units[u])):     # stable
+                self.workqueue[unit] = units[unit]
+            for _ in range(len(self.nodes) - len(self.workqueue)):     # more workers than units
+                node, _assigned = self.assigned_work.popitem()
+                node.shutdown()
+            for node in self.nodes:
+                self._assign_work_unit(node)
+            for node in self.nodes:
+                self._reschedule(node)
+            if not self.workqueue:
+                for node in self.nodes:
+                    node.shutdown()
+
+    return UnitScheduling
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadgroup":
+        return _make_scheduler_class()(config, log)
+    return None
