@@ -48,6 +48,27 @@ def dir_lock(path):
         yield
 
 
+VLT_RUNTIME_CACHE = ROOT / "build" / "sim" / ".verilated-objs"
+
+
+def _share_runtime_objects(runner):
+    """Verilator's run-time objects compiled once per checkout, not once per build (see
+    fpga/tb/vlt_runtime.py): the runner's make step is wrapped in a seed and a store step."""
+    orig = runner._build_command
+    helper = [sys.executable, str(TB / "vlt_runtime.py")]
+
+    def cmds():
+        out = []
+        for c in orig():
+            if c and c[0] == "make":
+                out += [helper + ["seed", str(VLT_RUNTIME_CACHE), "--"] + list(c), c,
+                        helper + ["store", str(VLT_RUNTIME_CACHE)]]
+            else:
+                out.append(c)
+        return out
+    runner._build_command = cmds
+
+
 def run_sim(sim, toplevel, test_file, parameters=None, extra_env=None, sources=None, testcase=None,
             defines=None, tag=""):
     """Build and run the cocotb test module `test_file` against `toplevel` on `sim` (`tag`
@@ -75,6 +96,8 @@ def _run_sim(sim, toplevel, test_file, build_dir, parameters, extra_env, sources
         flags = os.environ.get("MAKEFLAGS", "")
         if "CFG_CXXFLAGS_PCH_I" not in flags:
             os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    if sim == "verilator":
+        _share_runtime_objects(runner)
     runner.build(sources=sources or rtl_sources(), includes=[RTL], hdl_toplevel=toplevel,
                  build_dir=build_dir, build_args=build_args, parameters=parameters or {}, defines=defines or {},
                  timescale=("1ns", "1ps"), always=True)
