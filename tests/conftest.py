@@ -19,7 +19,7 @@ itself (pytest_xdist_make_scheduler, in the controlling process); it groups by n
 also honours an `@group` suffix should xdist_group marks work again.
 
 Units are handed out heaviest first (WEIGHTS, seconds measured on the 2-core CI machine;
-unknown units count DEFAULT_WEIGHT per test): the long cocotb and twin runs start early and
+unknown units count DEFAULT_WEIGHTS per test): the long cocotb and twin runs start early and
 the short tests fill in at the end, so both workers finish at about the same time. The table
 only affects the order, never which tests run together; a stale entry costs balance only.
 
@@ -49,10 +49,30 @@ SPLIT_MODULES = {
 }
 PER_FW_MODULE = "tests/test_micropython.py"
 
-# unit (node ID or module) prefix -> seconds; the first matching prefix wins
-WEIGHTS = {
-}
-DEFAULT_WEIGHT = {"fpga/tb/": 20.0, "": 1.0}     # seconds per test, by path prefix
+# (unit prefix, seconds): the first match wins. From `--durations=0` of a 2-worker run on the
+# 2-core machine (shared with other jobs, so about twice an idle machine's times; only the
+# proportions matter). Units not listed: DEFAULT_WEIGHTS per test.
+TB = "fpga/tb/"
+WEIGHTS = [
+    ("tests/test_synth.py", 900),                    # a synthesis cache miss: the longest unit
+    (TB + "fpga_core/test_fpga_core.py::test_fpga_core[icarus]", 610),
+    (TB + "wccp_decide/test_wccp_decide.py::test_wccp_decide[icarus]", 500),
+    (TB + "wccp_spi_slave/test_wccp_spi_slave.py::test_spi_register_file[icarus]", 350),
+    (TB + "wccp_decide/test_wccp_decide.py::test_wccp_decide[verilator]", 320),
+    (TB + "wccp_builder/test_wccp_builder.py::test_wccp_builder[icarus]", 220),
+    (TB + "fpga_core/test_fpga_core.py::test_fpga_core_ecp5_bram", 190),
+    (TB + "wccp_builder/test_wccp_builder.py::test_wccp_builder[verilator]", 190),
+    ("tests/test_logic_depth.py", 160),
+    (TB + "fpga/test_fpga.py::test_fpga[verilator]", 155),
+    (TB + "fpga_core/test_fpga_core.py::test_fpga_core[verilator]", 120),
+    (TB + "wccp_spi_slave/test_wccp_spi_slave.py::test_spi_register_file[verilator]", 115),
+    (TB + "wccp_rxq/test_wccp_rxq.py::test_wccp_rxq[verilator]", 100),
+    (TB + "wccp_rxq/test_wccp_rxq.py::test_wccp_rxq[icarus]", 85),
+    ("tests/test_flash.py", 75),
+    ("tests/test_twin_dataplane.py::test_driver_programs_twin_and_frames_match_model[rtl", 65),   # twin build
+    (TB + "fpga/test_fpga.py::test_fpga[icarus]", 60),
+]
+DEFAULT_WEIGHTS = [(TB, "verilator", 45), (TB, "", 5), ("", "", 0.5)]     # (prefix, in node ID, s/test)
 
 
 def unit_of(nodeid):
@@ -68,11 +88,11 @@ def unit_of(nodeid):
 
 
 def unit_weight(unit, nodeids):
-    for prefix, seconds in WEIGHTS.items():
+    for prefix, seconds in WEIGHTS:
         if unit.startswith(prefix):
             return seconds
-    per_test = next(w for p, w in DEFAULT_WEIGHT.items() if unit.startswith(p))
-    return per_test * len(nodeids)
+    return sum(next(w for prefix, part, w in DEFAULT_WEIGHTS if n.startswith(prefix) and part in n)
+               for n in nodeids)
 
 
 def _make_scheduler_class():
