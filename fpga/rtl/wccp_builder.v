@@ -95,7 +95,7 @@ module wccp_builder #(
     assign idle = ld_en;
     reg              a_drop, a_port, a_vl, a_cut, a_gre;
     reg              a_h0, a_h1;    // header length 0 / 1
-    reg [BUF_AW-1:0] a_end;         // end of frame in buffer (act_cut = 0)
+    reg [BUF_AW-1:0] a_rd, a_end;   // first buffer byte, end of frame in buffer (act_cut = 0)
     reg [BUF_AW-1:0] a_st, a_stm1, a_stm2;  // act_start, act_start - 1, act_start - 2
     reg [11:0]       a_cp;          // act_flen - act_src_off (12-bit, negative: none)
     reg [10:0]       a_so;          // act_src_off
@@ -156,18 +156,15 @@ module wccp_builder #(
     reg [7:0]  s3_hb, s3_buf;
     // m_ready may come from a registered request (wccp_mac_tx through fpga_core): it can stay
     // high for two cycles after the last byte of a frame was popped. Nothing is popped then:
-    // the next frame's first byte reaches the FIFO no earlier than 5 cycles after that pop
-    // (act_on falls, accept, issue (fast start: in ld; else after go), stages 1 to 3).
+    // the next frame's first byte reaches the FIFO no earlier than 7 cycles after that pop
+    // (act_on falls, accept, ld, l2, issue (fast start: in go), stages 1 to 3).
     wire pop  = m_valid && m_ready;
     // accepted action: fields in a_ from the accept on; ld, l2, go in the next three cycles
     reg        ld, l2, go;
     // fast start: a cut-through action, not a drop, accepted with no fin in the register nor
     // taken in that cycle (so it cannot be skipped: a bad fin stomps it): its egress request
-    // goes out with the accept (registered: in ld; the engine's act_go may have started the
-    // egress MAC's preamble a cycle earlier still) and its first byte is issued in ld, the
-    // cycle after the accept (the issue state, hk .. rd, is loaded from the offered action
-    // in every idle cycle, t_last and tcnt are cleared then; tcnt is loaded in l2 already
-    // counting the issues of ld and l2: cps is two less)
+    // goes out with the accept (registered: in ld) and its first byte is issued a cycle
+    // earlier (run from l2: hk, hcnt, rd are loaded in ld, tcnt in l2)
     reg        fast;
     // occ = FIFO fill + s1_v + s2_v + s3_v (0..7), kept as its own thermometer code (timing)
     reg  [DEPTH-2:0] o_th;
@@ -177,11 +174,11 @@ module wccp_builder #(
     // the byte issued in this cycle (can_issue) is the frame's last: the header's last with an
     // empty copy / the copy's last (tcnt), the frame end from the fin (e_last), or a bad fin
     wire             lst = t_last || e_last || bad;
+    wire             run_n = (go && !skip_r && !fast) || (l2 && fast) || (run && !(can_issue && lst));
     wire [DEPTH-2:0] o_th_n = (can_issue && !pop) ? {o_th[DEPTH-3:0], 1'b1} :
                               (pop && !can_issue) ? {1'b0, o_th[DEPTH-2:1]} : o_th;
-    // next byte is the clip's last (not in l2: a fast frame's third issue is decided there,
-    // before its tcnt is loaded; a cut GRE frame's clip is 1472 bytes or more; in the accept
-    // and in ld nofin is still low)
+    // next byte is the clip's last (not in l2: a fast frame's first issue is decided there,
+    // before its tcnt is loaded; a cut GRE frame's clip is 1472 bytes or more)
     wire             park_n = nofin && !l2 && (can_issue ? t_2 : t_last);
     wire             adv = can_issue && !in_hdr;                    // rd moves on
     wire             in_hdr_nx = in_hdr && !(can_issue && h_last);
@@ -191,8 +188,6 @@ module wccp_builder #(
     wire             done = (pop && m_last) || skip_rel;     // handed over / skipped
     wire             f_done = done && a_cut;
     wire             accept = ld_en && act_valid;
-    wire             fast_n = act_cut && !act_drop && !f_have && !f_take;   // with accept
-    wire             run_n = (go && !skip_r && !fast) || (accept && fast_n) || (run && !(can_issue && lst));
     // in l2: the frame is skipped (dropped, nothing to send, or its fin is bad already)
     wire             skip_n = a_drop || (!a_cut && a_h0 && c0) || (a_cut && fk && bad);
 
@@ -213,6 +208,7 @@ module wccp_builder #(
             a_gre <= (act_kind == 2'd2);
             a_h0 <= (act_hlen == 6'd0);
             a_h1 <= (act_hlen == 6'd1);
+            a_rd <= act_start + {{(BUF_AW-11){1'b0}}, act_src_off};
             a_end <= act_start + {{(BUF_AW-11){1'b0}}, act_flen};
             a_st <= act_start;
             a_stm1 <= act_start - 1'b1;
@@ -229,12 +225,10 @@ module wccp_builder #(
             h_cip <= act_cip;
             h_rh <= act_rh;
         end
-        // ld: copy length (act_cut = 0) and its clip (a fast frame, always a cut one, has
-        // issued its first byte when tcnt is loaded in l2)
+        // ld: copy length (act_cut = 0) and its clip
         c0 <= a_cp[11] || (a_cp[10:0] == 11'd0);
         c1 <= (a_cp == 12'd1);
-        cps <= (a_gre && a_cut) ? (fast ? GRE_MAX - 11'd2 : GRE_MAX) :
-               (a_gre && !a_cp[11] && a_cp[10:0] > GRE_MAX) ? GRE_MAX :
+        cps <= (a_gre && (a_cut || (!a_cp[11] && a_cp[10:0] > GRE_MAX))) ? GRE_MAX :
                a_cp[11] ? 11'd0 : a_cp[10:0];
         // fin: end addresses of the current cut frame (valid with fk)
         e_m1 <= a_stm1 + {{(BUF_AW-11){1'b0}}, f_flen};
@@ -283,21 +277,15 @@ module wccp_builder #(
             t_last <= (tcnt == 12'd2);
             t_2 <= (tcnt == 12'd3);
         end
-        if (ld_en) begin
-            // idle: the issue state of the offered action (valid from the accept on; no
-            // byte is issued while idle); t_last clear and tcnt far from 1 for a fast
-            // frame's issues in ld and l2 (a skipped frame may have left t_last set)
+        if (ld) begin
             hk <= 6'd0;
             hk_nx <= 6'd1;
             j_tag <= 1'b0;
             j_back <= 1'b0;
-            hcnt <= act_hlen;
-            h_last <= (act_hlen == 6'd1);
-            in_hdr <= (act_hlen != 6'd0);
-            rd <= act_start + {{(BUF_AW-11){1'b0}}, act_src_off};
-            tcnt <= 12'hFFF;
-            t_last <= 1'b0;
-            t_2 <= 1'b0;
+            hcnt <= a_hlen;
+            h_last <= a_h1;
+            in_hdr <= !a_h0;
+            rd <= a_rd;
         end
         if (l2) begin
             // a cut frame of kind 0, 1, 3 ends with the fin only
@@ -359,14 +347,14 @@ module wccp_builder #(
             ld <= accept;
             l2 <= ld;
             go <= l2;
-            if (accept) fast <= fast_n;
+            if (accept) fast <= act_cut && !act_drop && !f_have && !f_take;
             // the egress request goes out with l2 (the MAC starts its preamble with it, long
             // before the first byte is due; see fpga_core), for a cut frame without a fin yet
             // with the accept already (fast): such a frame is not skipped (skip_n in l2 sees
             // no fin taken before the accept), it is sent, or stomped if its fin turns out bad
             if (l2 && !skip_n && !fast)
                 req <= a_port ? 2'b10 : 2'b01;
-            if (accept && fast_n)
+            if (accept && act_cut && !act_drop && !f_have && !f_take)
                 req <= act_port ? 2'b10 : 2'b01;
         end
     end
