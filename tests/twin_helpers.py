@@ -16,18 +16,14 @@ def build_rtl():
 
     The build is shared by every module and pytest-xdist worker (build/twin/verilator, under a
     lock file, redone only when the RTL changes); its `make -j` gets this worker's share of the
-    CPUs (as fpga/tb/wccp_tb.build_jobs)."""
-    import cocotb_tools.runner as cocotb_runner
-    cocotb_runner.MAX_PARALLEL_BUILD_JOBS = _build_jobs()
+    CPUs (fpga/tb/wccp_tb.build_jobs)."""
+    import sys
+    tb = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fpga", "tb")
+    if tb not in sys.path:
+        sys.path.insert(0, tb)
+    import wccp_tb
+    wccp_tb.limit_build_jobs()
     twin.build("verilator", log=lambda m: None)
-
-
-def _build_jobs():
-    if os.environ.get("WCCP_BUILD_JOBS"):
-        return max(1, int(os.environ["WCCP_BUILD_JOBS"]))
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    return max(1, min(4, cpus // max(1, workers)))
 
 
 def fpga_param():
