@@ -148,6 +148,7 @@ module fpga_core #(
     assign rxd[1] = gmii1_rxd; assign rxdv[1] = gmii1_rx_dv; assign rxer[1] = gmii1_rx_er;
 
     wire [1:0] b_req [0:1];
+    wire [1:0] a_go [0:1];       // engine g's cut-through action starts now, on egress 0 / 1
     wire [7:0] b_data [0:1];
     wire       b_valid [0:1];
     wire       b_last [0:1];
@@ -199,11 +200,11 @@ module fpga_core #(
         wire [8:0]  bk_raddr;
         wire [5:0]  mp_raddr;
         wire [9:0]  mt_raddr;
-        wccp_bank_ram #(.AW(8), .DW(32)) cache_addr (
+        wccp_bank_ram #(.AW(8), .DW(32), .RD_REG(0)) cache_addr (
             .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd0), .wr_addr(t_addr[7:0]),
             .wr_data(t_data), .rd_addr(c_raddr), .rd_data(ca_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 0]));
-        wccp_bank_ram #(.AW(8), .DW(4)) cache_meth (
+        wccp_bank_ram #(.AW(8), .DW(4), .RD_REG(0)) cache_meth (
             .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
             .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 1]));
@@ -219,7 +220,7 @@ module fpga_core #(
             .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
             .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(copy_start),
             .copy_busy(copy_busy[g*5 + 4]));
-        wccp_ram #(.AW(8), .DW(54)) learnt (
+        wccp_ram #(.AW(8), .DW(54), .RD_REG(0)) learnt (
             .clk(clk), .wr_en(ln_we), .wr_addr(ln_widx), .wr_data(ln_wdata),
             .rd_addr(c_raddr), .rd_data(ln_rdata));
 
@@ -256,7 +257,7 @@ module fpga_core #(
             .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_kind(act_kind),
             .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan), .act_tci(act_tci),
             .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip), .act_rh(act_rh),
-            .act_src_off(act_src_off), .act_cut(act_cut), .out_idle(b_idle),
+            .act_src_off(act_src_off), .act_cut(act_cut), .act_go(a_go[g]), .out_idle(b_idle),
             .fin_valid(fin_valid), .fin_ready(fin_ready), .fin_good(fin_good), .fin_flen(fin_flen),
             .ev_cause(ev_cause[g*11 +: 11]), .ev_slot(ev_slot[g]), .ev_cache(ev_cache[g]),
             .ev_bucket(ev_bucket[g]), .ev_slot_idx(ev_slot_idx[g*3 +: 3]),
@@ -303,6 +304,11 @@ module fpga_core #(
     generate
     for (g = 0; g < 2; g = g + 1) begin : egress
         wire       gv, gsel, s_ready, done;
+        // requests: a builder's, or its engine's act_go in the cycle before it (the builder
+        // takes that action in that cycle and raises its request with it: the arbiter holds
+        // the grant; a request that comes later waits, so the owner is never one whose first
+        // byte is due before it can be there)
+        wire [1:0] rq = {b_req[1][g] || a_go[1][g], b_req[0][g] || a_go[0][g]};
         /* verilator lint_off UNUSEDSIGNAL */
         wire       aborted;      // a stomped frame: not counted as transmitted
         /* verilator lint_on UNUSEDSIGNAL */
@@ -312,7 +318,7 @@ module fpga_core #(
         wire       rst_e;
         wccp_rst_buf rb_e (.clk(clk), .d(rst), .q(rst_e));     // arbiter, egress registers, MAC
         wccp_arbiter arb (
-            .clk(clk), .rst(rst_e), .req({b_req[1][g], b_req[0][g]}), .grant_valid(gv), .grant(gsel));
+            .clk(clk), .rst(rst_e), .req(rq), .grant_valid(gv), .grant(gsel));
         assign e_grant_valid[g] = gv;
         assign e_grant[g] = gsel;
         assign tx_ready[g] = s_ready;
@@ -321,13 +327,15 @@ module fpga_core #(
             e_last  <= gsel ? b_last[1] : b_last[0];
             e_abort <= gsel ? b_abort[1] : b_abort[0];
             e_valid <= !rst_e && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
-            // the preamble starts with a request that the arbiter grants in this cycle, or
-            // with the grant (latency): the owner's first byte is in its FIFO at most 4
-            // cycles after the grant and is popped no earlier than 5 cycles after it (the
-            // MAC asks for it 2 cycles into the preamble). An idle arbiter grants any
-            // request in the next cycle; a builder that requests always sends a frame.
-            e_start <= !rst_e && (gv || b_req[0][g] || b_req[1][g]);
         end
+        // the preamble starts two cycles after a request (registered: e_start; the arbiter
+        // grants it in the next cycle) or a grant: the owner's first byte is popped 4 cycles
+        // after the preamble's start at the earliest (the MAC asks for it 2 cycles into the
+        // preamble), and is in its FIFO by then: 6 cycles after its request (fast start:
+        // act_go, then the builder's issue in l2) or 5 (the builder's request with l2, its
+        // issue after go). An idle arbiter grants any request in the next cycle; a builder
+        // that requests, or whose engine raised act_go, always sends a frame.
+        always @(posedge clk) e_start <= !rst_e && (gv || rq[0] || rq[1]);
         wccp_mac_tx mac_tx (
             .clk(clk), .rst(rst_e), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),
             .s_abort(e_abort), .s_start(e_start), .s_ready(s_ready),

@@ -156,15 +156,17 @@ module wccp_builder #(
     reg [7:0]  s3_hb, s3_buf;
     // m_ready may come from a registered request (wccp_mac_tx through fpga_core): it can stay
     // high for two cycles after the last byte of a frame was popped. Nothing is popped then:
-    // the next frame's first byte reaches the FIFO no earlier than 7 cycles after that pop
-    // (act_on falls, accept, ld, l2, issue (fast start: in go), stages 1 to 3).
+    // the next frame's first byte reaches the FIFO no earlier than 6 cycles after that pop
+    // (act_on falls, accept, ld, issue (fast start: in l2; else in go), stages 1 to 3).
     wire pop  = m_valid && m_ready;
     // accepted action: fields in a_ from the accept on; ld, l2, go in the next three cycles
     reg        ld, l2, go;
     // fast start: a cut-through action, not a drop, accepted with no fin in the register nor
     // taken in that cycle (so it cannot be skipped: a bad fin stomps it): its egress request
-    // goes out with the accept (registered: in ld) and its first byte is issued a cycle
-    // earlier (run from l2: hk, hcnt, rd are loaded in ld, tcnt in l2)
+    // goes out with the accept (registered: in ld; the engine's act_go has asked for the
+    // egress a cycle earlier still) and its first byte is issued in l2 (run from ld: hk,
+    // hcnt, rd are loaded in ld; t_last is cleared in ld; tcnt is loaded in l2 already
+    // counting that first issue: cps is one less)
     reg        fast;
     // occ = FIFO fill + s1_v + s2_v + s3_v (0..7), kept as its own thermometer code (timing)
     reg  [DEPTH-2:0] o_th;
@@ -174,11 +176,12 @@ module wccp_builder #(
     // the byte issued in this cycle (can_issue) is the frame's last: the header's last with an
     // empty copy / the copy's last (tcnt), the frame end from the fin (e_last), or a bad fin
     wire             lst = t_last || e_last || bad;
-    wire             run_n = (go && !skip_r && !fast) || (l2 && fast) || (run && !(can_issue && lst));
+    wire             run_n = (go && !skip_r && !fast) || (ld && fast) || (run && !(can_issue && lst));
     wire [DEPTH-2:0] o_th_n = (can_issue && !pop) ? {o_th[DEPTH-3:0], 1'b1} :
                               (pop && !can_issue) ? {1'b0, o_th[DEPTH-2:1]} : o_th;
-    // next byte is the clip's last (not in l2: a fast frame's first issue is decided there,
-    // before its tcnt is loaded; a cut GRE frame's clip is 1472 bytes or more)
+    // next byte is the clip's last (not in l2: a fast frame's second issue is decided there,
+    // before its tcnt is loaded; a cut GRE frame's clip is 1472 bytes or more; in ld nofin is
+    // still low)
     wire             park_n = nofin && !l2 && (can_issue ? t_2 : t_last);
     wire             adv = can_issue && !in_hdr;                    // rd moves on
     wire             in_hdr_nx = in_hdr && !(can_issue && h_last);
@@ -225,10 +228,12 @@ module wccp_builder #(
             h_cip <= act_cip;
             h_rh <= act_rh;
         end
-        // ld: copy length (act_cut = 0) and its clip
+        // ld: copy length (act_cut = 0) and its clip (a fast frame, always a cut one, has
+        // issued its first byte when tcnt is loaded in l2)
         c0 <= a_cp[11] || (a_cp[10:0] == 11'd0);
         c1 <= (a_cp == 12'd1);
-        cps <= (a_gre && (a_cut || (!a_cp[11] && a_cp[10:0] > GRE_MAX))) ? GRE_MAX :
+        cps <= (a_gre && a_cut) ? (fast ? GRE_MAX - 11'd1 : GRE_MAX) :
+               (a_gre && !a_cp[11] && a_cp[10:0] > GRE_MAX) ? GRE_MAX :
                a_cp[11] ? 11'd0 : a_cp[10:0];
         // fin: end addresses of the current cut frame (valid with fk)
         e_m1 <= a_stm1 + {{(BUF_AW-11){1'b0}}, f_flen};
@@ -286,6 +291,7 @@ module wccp_builder #(
             h_last <= a_h1;
             in_hdr <= !a_h0;
             rd <= a_rd;
+            t_last <= 1'b0;         // a fast frame issues in l2 (a skipped frame may leave it set)
         end
         if (l2) begin
             // a cut frame of kind 0, 1, 3 ends with the fin only

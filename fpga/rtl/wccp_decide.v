@@ -106,6 +106,11 @@ module wccp_decide #(
     output reg  [31:0]   act_rh,
     output reg  [10:0]   act_src_off,
     output reg           act_cut,     // cut-through: flen and status follow on the fin channel
+    // with a cut-through action's first act_valid cycle (not a drop): its egress port, one-hot.
+    // The builder is idle then (the engine cuts through only then), so it takes the action in
+    // that cycle and sends it (it is never skipped): the egress MAC may start its preamble
+    // (fpga_core) before the builder's own request
+    output reg  [1:0]    act_go,
     input  wire          out_idle,    // the builder is idle (nothing of an earlier frame left)
     // the status of a cut-through action's frame, after the action was taken
     output reg           fin_valid,
@@ -130,15 +135,15 @@ module wccp_decide #(
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
     // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 20 + (cache entries of all slots) cycles
-    // for a frame from a cache, and a constant 9 (not IPv4, or no slot) to 16 (hash redirect,
-    // L2 or GRE, cut-through; 17 when it waits in S_WST; 26 for a mask redirect found in the
+    // for a frame from a cache, and a constant 9 (not IPv4, or no slot) to 14 (hash redirect,
+    // L2 or GRE, cut-through; 15 when it waits in S_WST; 25 for a mask redirect found in the
     // first set, cut-through) cycles from the take to act_valid for a client's frame, whose scan the
     // prefilter ends at once. A client's hash redirect, in cycles after the take: S_DEC 7,
-    // S_H, S_HW1, S_B1 10 (the primary bucket word, on the bucket table's 2-cycle read: the
-    // cache address from its byte), S_B1L 11 (its flags), S_CW2, S_CW3, S_CK 14 (the cache's
-    // words), S_C 15 (the chosen cache's flags, the action fields and the GRE checksum; the
-    // action leaves from here when it can cut through), act_valid 16. An alternate bucket
-    // adds 2 (S_B2L 12, S_CW1 .. S_C 17), each further mask set 13.
+    // S_H, S_B1 9 (the primary bucket word, on the bucket table's 2-cycle read: the cache
+    // address from its byte), S_B1L 10 (its flags), S_CW2, S_CK 12 (the cache's words, on
+    // the cache tables' 2-cycle reads), S_C 13 (the chosen cache's flags, the action fields
+    // and the GRE checksum; the action leaves from here when it can cut through), act_valid
+    // 14. An alternate bucket adds 2 (S_B2L 11, S_CW1 .. S_C 15), each further mask set 13.
     // Values that only depend on the latched bundle, the configuration or other registers
     // are registered every cycle (no enable); the outcome of each decision step is a
     // registered flag, so that next-state logic and enables are a state bit and a flag.
@@ -161,7 +166,6 @@ module wccp_decide #(
         S_PRE2 = 7,
         S_DEC = 8,
         S_H = 9,
-        S_HW1 = 10,
         S_B1 = 12,
         S_MA = 16,
         S_MA1 = 17,
@@ -182,7 +186,6 @@ module wccp_decide #(
         S_B2L = 37,
         S_M2L = 38,
         S_MA2B = 41,
-        S_CW3 = 43,
         S_CK = 44,
         S_WST = 45,
         S_CA = 46,
@@ -239,7 +242,7 @@ module wccp_decide #(
     wccp_decide_cfg cfg (
         .clk(clk), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .mtu(mtu),
         .router_id(router_id), .svp(c_svp), .pr0(c_pr0), .needp(c_needp), .cnt(iss_cnt),
-        .mtu_r(mtu_r), .rid_sum(rid_sum), .hsel(c_hsel), .msel(c_msel));
+        .mtu_r(mtu_r), .rid_sum(rid_sum), .hsel(c_hsel), .msel(c_msel), .hkf(c_hkf));
 
     // ---- classification (from the latched bundle and the configuration, every cycle) ----
     // each slot's port; per (slot, list entry) port compares in bytes; slot port match,
@@ -250,6 +253,8 @@ module wccp_decide #(
     wire [63:0] c_svp;           // slot*8: the slot's protocol (a local copy)
     wire [7:0]  c_pr0, c_needp;  // slot's protocol is 0; slot needs a port match
     wire [7:0]  c_hsel, c_msel;  // slot's assignment is hash / mask (with mask sets)
+    wire [31:0] c_hkf;           // slot*4: the slot's primary hash key flags
+    reg  [3:0]  p_kf;            // the first matching slot's (picked with msl: pb a cycle early)
     reg [7:0]   smatch_r;
     reg [2:0]   msl;
     // copies of msl for its far consumers (timing: msl feeds the 96-bit configuration mux;
@@ -325,9 +330,11 @@ module wccp_decide #(
     reg x_base, m_hash, m_mask;         // a slot applies; its assignment is hash / mask
     reg [10:0] v_src_off;               // S_DEC's action fields
     reg [5:0]  v_hlen;
-    reg [5:0]  c_hlen;                  // S_C's action fields (L2 rewrite or GRE), ready with ck_l2
-    reg [1:0]  c_kind;
-    reg [10:0] c_src_off;
+    // S_C's action fields (L2 rewrite or GRE), from the registered ck_l2 (not from the RAM
+    // word: timing)
+    wire [5:0]  c_hlen;
+    wire [1:0]  c_kind;
+    wire [10:0] c_src_off;
     // the decision's action fields (S_DEC, S_C): the cut-through action, or the action at the
     // commit when the status came first (the builder copies from d_src_off to the frame end)
     reg        d_drop, d_port;
@@ -392,13 +399,23 @@ module wccp_decide #(
     reg        ln_here;          // t4's learnt word: MAC and port known, port = this port
     reg        scan_idle;        // nothing issued, in flight or waiting for a learn ack
     reg  [7:0] fcm;              // per slot: a source-IP or L2-return-MAC hit (from a cache)
+    // the cache tables are read in 2 cycles (the block RAMs' output registers, no fabric
+    // register: the chosen cache's words are used straight from them, in S_CK and S_C); the
+    // scan takes its words through one register of its own (ca_s, cm_s, ln_s: 3 cycles, the
+    // entry in t3)
+    reg [31:0] ca_s;
+    reg [1:0]  cm_s;
+    reg [53:0] ln_s;
     always @(posedge clk) begin
+        ca_s <= ca_rdata;
+        cm_s <= cm_rdata[`WCCP_METHOD_RET_SHIFT +: 2];
+        ln_s <= ln_rdata;
         for (kq = 0; kq < 4; kq = kq + 1)
-            ip_q[kq] <= (ca_rdata[kq*8 +: 8] == f_sip[kq*8 +: 8]);
+            ip_q[kq] <= (ca_s[kq*8 +: 8] == f_sip[kq*8 +: 8]);
         for (kq = 0; kq < 8; kq = kq + 1)
-            mac_q[kq] <= (ln_rdata[kq*6 +: 6] == f_src[kq*6 +: 6]);
-        mac_ok <= (cm_rdata[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2) && ln_rdata[52];
-        ln_here <= ln_rdata[52] && ln_rdata[53] && (ln_rdata[51:48] == PORT[3:0]);
+            mac_q[kq] <= (ln_s[kq*6 +: 6] == f_src[kq*6 +: 6]);
+        mac_ok <= (cm_s == `WCCP_RET_L2) && ln_s[52];
+        ln_here <= ln_s[52] && ln_s[53] && (ln_s[51:48] == PORT[3:0]);
     end
 
     reg [2:0] mset;
@@ -407,19 +424,21 @@ module wccp_decide #(
     // with their "none" (0xFF) flags, in one stage from the RAM word (the byte's place, pb /
     // ab / midx[1:0], is a register that is stable long before): the primary bucket word is
     // on bk_rdata (the RAM's output register: the bucket table has no fabric register) from
-    // 10 cycles after the take (bk_raddr follows pb and msl, valid 8 cycles after), its byte
-    // and flag 11 cycles after, in S_B1L at the earliest (S_DEC + 4). The bucket address turns
-    // to the alternate in S_H (bk_alt keeps it): the primary word stays on bk_rdata until
-    // S_DEC + 3 (S_B1), the alternate's is there from S_DEC + 4, so its byte and flag are
-    // ready in S_B2L (S_B1L + 1). The value table word (mt_raddr valid in S_MT) is on mt_rdata
+    // 9 cycles after the take (bk_raddr follows pb and msl, valid 7 cycles after), its byte
+    // and flag 10 cycles after, in S_B1L at the earliest (S_DEC + 3). The bucket address turns
+    // to the alternate in S_DEC (bk_alt keeps it; ab is valid then): the primary word stays
+    // on bk_rdata until S_DEC + 2 (S_B1), the alternate's is there from S_DEC + 3, so its
+    // byte and flag are ready in S_B2L (S_B1L + 1). The value table word (mt_raddr valid in S_MT) is on mt_rdata
     // in S_M2 (S_MT + 3: 3-cycle read), its byte and flag in S_M2L.
     reg [7:0] byte_pb, byte_ab, byte_mt;
     reg [3:0] bk_ff, mt_ff4;     // bucket / value table word bytes that are 0xFF (comb.)
     reg       pb_ff, ab_ff, mt_ff;
     reg [6:0] cidx;
     reg       cidx_bad;          // cidx >= the slot's cache count
+    reg       pb_bad;            // the primary bucket byte's index >= the count (from byte_pb)
+    reg       k_p;               // the cycle after S_B1L: k_ok from pb_bad (cidx_bad is late)
     reg       alt_used;
-    reg       bk_alt;            // the bucket address is the alternate's (from S_DEC on)
+    reg       bk_alt;            // the bucket address is the alternate's (from S_H on)
     reg [3:0] cq_pb;             // S_B1: the primary bucket byte's place in the word, one-hot
     // the primary bucket byte's cache index bits, straight from the RAM word in S_B1 (the
     // cache address is set a cycle before S_B1L decides: a read that is not used is harmless)
@@ -428,8 +447,12 @@ module wccp_decide #(
     reg [7:0] pb, ab;
     // the chosen cache (S_CK, read in S_C): index bad, unknown, L2, too big for GRE, GRE;
     // from the learnt and method words and three flags registered before S_CK (cidx is set
-    // in S_B1L / S_B2L / S_M2L, k_ok follows 2 cycles later, in S_CK at the latest)
+    // in S_B1L / S_B2L / S_M2L; k_ok follows 2 cycles later, in S_CK for the last two; the
+    // primary bucket's S_CK is S_B1L + 2: its k_ok comes from pb_bad, a cycle earlier)
     reg       ck_unass, ck_unkn, ck_l2, ck_toobig, ck_gre, ck_dm;
+    assign c_hlen    = ck_l2 ? 6'd12 : (f_vlan ? 6'd46 : 6'd42);
+    assign c_kind    = ck_l2 ? 2'd1 : 2'd2;
+    assign c_src_off = ck_l2 ? 11'd12 : l2len;
     reg       k_ok, k_okt, k_okg;   // index good; and too big for GRE / not too big
     wire      ln_known = ln_rdata[52] && ln_rdata[53];
     wire      cm_l2 = (cm_rdata[`WCCP_METHOD_FWD_SHIFT +: 2] == `WCCP_FWD_L2);
@@ -456,7 +479,9 @@ module wccp_decide #(
     // the key folds h_* are loaded from the queue head while idle, so they are valid with the
     // latch like the bundle registers). The first slot (msl) is valid 5 cycles after the
     // latch, its configuration (m_*) and its hash / mask flags (m_hash, m_mask: per-slot
-    // flags of wccp_decide_cfg) 6, the x_* flags and pb / ab 7 cycles after; they only matter
+    // flags of wccp_decide_cfg) 6, the x_* flags and ab 7 cycles after; pb 6 (its key
+    // flags p_kf are picked with the first slot, like msl, from wccp_decide_cfg's per-slot
+    // copy: the bucket address is valid with S_DEC); they only matter
     // for frames with a valid IPv4 header, whose scan (ended by the prefilter's "no" in its
     // first S_SCAN cycle, 4 cycles after the latch, which goes straight to S_PRE) keeps the
     // state machine out of S_PRE until 5 cycles after the latch: S_DEC, 7 cycles after, reads
@@ -480,6 +505,7 @@ module wccp_decide #(
             smatch_r[cs] <= c_protok[cs] && (!c_needp[cs] || (!c_pz[cs] && c_pm[cs]));
         end
         msl <= first_slot;
+        p_kf <= c_hkf[first_slot*4 +: 4];
         msl_f <= rst ? 3'd0 : first_slot;
         msl_a <= rst ? 3'd7 : first_slot;
         mfound <= any_slot;
@@ -524,8 +550,8 @@ module wccp_decide #(
             h_sp <= in_sport[15:8] ^ in_sport[7:0];
             h_dp <= in_dport[15:8] ^ in_dport[7:0];
         end
-        pb <= (m_flags[0] ? h_sip : 8'd0) ^ (m_flags[1] ? h_dip : 8'd0) ^
-              (m_flags[2] ? h_sp : 8'd0) ^ (m_flags[3] ? h_dp : 8'd0);
+        pb <= (p_kf[0] ? h_sip : 8'd0) ^ (p_kf[1] ? h_dip : 8'd0) ^
+              (p_kf[2] ? h_sp : 8'd0) ^ (p_kf[3] ? h_dp : 8'd0);
         ab <= (m_flags[8] ? h_sip : 8'd0) ^ (m_flags[9] ? h_dip : 8'd0) ^
               (m_flags[10] ? h_sp : 8'd0) ^ (m_flags[11] ? h_dp : 8'd0);
 
@@ -571,14 +597,14 @@ module wccp_decide #(
         // primary until S_DEC, then the alternate)
         // the cache: its index straight from the table byte in the state that reads it; the
         // primary bucket's a cycle earlier, from the RAM word in S_B1 (c_pbraw; S_B1L sets
-        // the same value from byte_pb), so that its words are read in S_CK = S_B1L + 3
+        // the same value from byte_pb), so that its words are read in S_CK = S_B1L + 2
         c_raddr <= iss_on ? {iss_slot, iss_idx} :
                    {msl_a, state[S_B1] ? c_pbraw : state[S_B1L] ? byte_pb[4:0] :
                            state[S_B2L] ? byte_ab[4:0] : state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
         for (kc = 0; kc < 4; kc = kc + 1)
-            cq_pb[kc] <= state[S_HW1] && (pb[1:0] == kc[1:0]);
-        bk_raddr <= {msl_a, (state[S_H] || bk_alt) ? ab[7:2] : pb[7:2]};
-        bk_alt <= !state[S_C1] && (bk_alt || state[S_H]);
+            cq_pb[kc] <= state[S_H] && (pb[1:0] == kc[1:0]);
+        bk_raddr <= {msl_a, (state[S_DEC] || bk_alt) ? ab[7:2] : pb[7:2]};
+        bk_alt <= !state[S_C1] && (bk_alt || state[S_DEC]);
         mp_raddr <= {msl_a, mset[1:0], !state[S_MA]};
         mt_raddr <= {msl_a, mset[1:0], midx[6:2]};
 
@@ -588,15 +614,14 @@ module wccp_decide #(
         else if (state[S_B2L]) cidx <= byte_ab[6:0];
         else if (state[S_M2L]) cidx <= byte_mt[6:0];
         cidx_bad <= ({1'b0, cidx} >= {2'b0, r_ncache});
-        k_ok  <= !cidx_bad;
-        k_okt <= !cidx_bad && r_toobig;
-        k_okg <= !cidx_bad && !r_toobig;
+        pb_bad <= ({1'b0, byte_pb[6:0]} >= {2'b0, r_ncache});
+        k_p <= state[S_B1L];
+        k_ok  <= !(k_p ? pb_bad : cidx_bad);
+        k_okt <= !(k_p ? pb_bad : cidx_bad) && r_toobig;
+        k_okg <= !(k_p ? pb_bad : cidx_bad) && !r_toobig;
         ck_unass  <= !k_ok;
         ck_unkn   <= k_ok && !ln_known;
         ck_l2     <= k_ok && ln_known && cm_l2;
-        c_hlen    <= (k_ok && ln_known && cm_l2) ? 6'd12 : (f_vlan ? 6'd46 : 6'd42);
-        c_kind    <= (k_ok && ln_known && cm_l2) ? 2'd1 : 2'd2;
-        c_src_off <= (k_ok && ln_known && cm_l2) ? 11'd12 : l2len;
         ck_toobig <= k_okt && ln_known && !cm_l2;
         ck_gre    <= k_okg && ln_known && !cm_l2;
         ck_dm     <= ln_known && (cm_l2 ? k_ok : k_okg);
@@ -761,8 +786,7 @@ module wccp_decide #(
         // hash: the primary bucket byte is read in S_B1L (the cache address is set from
         // its word in S_B1), the alternate in S_B2L (its word was addressed from S_DEC on)
         nx[S_H]    = state[S_DEC] && x_hash;
-        nx[S_HW1]  = state[S_H];
-        nx[S_B1]   = state[S_HW1];
+        nx[S_B1]   = state[S_H];
         nx[S_B1L]  = state[S_B1];
         nx[S_B2L]  = state[S_B1L] && byte_pb[7] && !pb_ff;
         // mask: two position words, the index in two stages, then the value table
@@ -780,12 +804,12 @@ module wccp_decide #(
         nx[S_M2]   = state[S_MTW2];
         nx[S_M2L]  = state[S_M2];
         // the cache: address from the table byte's state (the primary bucket's from S_B1:
-        // S_B1L skips S_CW1), flags in S_CK (an index past the count: in S_C); the GRE
-        // checksum is ready in S_C as well, so L2 and GRE both go on to S_WST
+        // S_B1L skips S_CW1), its words in S_CK (2-cycle reads), flags in S_C (an index past
+        // the count too); the GRE checksum is ready in S_C as well, where the action leaves
+        // (c_cut) or waits in S_WST
         nx[S_CW1]  = (state[S_B2L] && !ab_ff) || (state[S_M2L] && !mt_ff);
         nx[S_CW2]  = state[S_CW1] || (state[S_B1L] && !byte_pb[7]);
-        nx[S_CW3]  = state[S_CW2];
-        nx[S_CK]   = state[S_CW3];
+        nx[S_CK]   = state[S_CW2];
         nx[S_C]    = state[S_CK];
         // the decision is made (S_WST's first cycle). The status is there (s_rdy): commit, the
         // action carries it (S_OUT). It is not, nor coming (cut_go): cut-through, the action
@@ -888,16 +912,16 @@ module wccp_decide #(
     always @(posedge clk) begin
         if (state[S_DEC]) d_drop <= x_retbad;
         if (state[S_DEC] || (state[S_C] && ck_dm)) begin
-            d_port <= state[S_DEC] ? (PORT[0] ^ 1'b1) : ln_rdata[48];
+            d_port <= state[S_DEC] ? (PORT[0] ^ 1'b1) : ln_s[48];
             d_kind <= state[S_DEC] ? {x_retok, x_retok} : c_kind;
             d_hlen <= state[S_DEC] ? v_hlen : c_hlen;
             d_src_off <= state[S_DEC] ? v_src_off : c_src_off;
         end
         if ((state[S_DEC] && x_retok) || (state[S_C] && ck_dm))
-            act_dmac <= state[S_DEC] ? r_decmac : ln_rdata[47:0];
+            act_dmac <= state[S_DEC] ? r_decmac : ln_s[47:0];
         if (state[S_C] && ck_gre) begin
             act_csum <= ~(cs_b0[16] ? cs_b1[15:0] : cs_b0[15:0]);
-            act_cip <= ca_rdata;
+            act_cip <= ca_s;
             act_rh <= rh;
         end
     end
@@ -929,8 +953,11 @@ module wccp_decide #(
         act_tci <= f_tci;
         act_tl <= gre_tl_r;
         act_cut <= ca;
+        // a cut-through action's first cycle: S_WST's or S_C's last (S_CA holds it)
+        act_go <= (((state[S_WST] && !s_rdy && cut_go) || c_cut) && !d_drop) ?
+                  ((use_c ? ln_s[48] : d_port) ? 2'b10 : 2'b01) : 2'b00;
         act_drop <= ca ? d_drop : (s_bad || (s_ok && d_drop) || (s_nr && d_redir));
-        act_port <= use_c ? ln_rdata[48] : use_d ? d_port : (PORT[0] ^ 1'b1);
+        act_port <= use_c ? ln_s[48] : use_d ? d_port : (PORT[0] ^ 1'b1);
         act_kind <= use_c ? c_kind : use_d ? d_kind : 2'd0;
         act_hlen <= use_c ? c_hlen : use_d ? d_hlen : 6'd0;
         act_src_off <= use_c ? c_src_off : use_d ? d_src_off : 11'd0;
@@ -959,7 +986,8 @@ module wccp_decide_cfg (
     output reg  [15:0]  mtu_r,
     output reg  [19:0]  rid_sum,     // the constant part of the GRE outer checksum
     output reg  [7:0]   hsel,        // the slot's assignment is hash
-    output reg  [7:0]   msel         // the slot's assignment is mask, with mask sets
+    output reg  [7:0]   msel,        // the slot's assignment is mask, with mask sets
+    output reg  [31:0]  hkf          // slot*4: the slot's primary hash key flags
 );
     // entries of a slot that take part in the scan, minus one, 7 bits: min(n, 32) - 1, all
     // ones (bit 6 set) for none
@@ -976,6 +1004,7 @@ module wccp_decide_cfg (
             needp[s] <= (svp[s*8 +: 8] == 8'd6 || svp[s*8 +: 8] == 8'd17) && grp_flags[s*32 + 4];
             hsel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd1);
             msel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd2) && (grp_ctrl[s*32+8 +: 3] != 3'd0);
+            hkf[s*4 +: 4] <= grp_flags[s*32 +: 4];
         end
         cnt <= {nm1(grp_ctrl[16 +: 6]),
                 nm1(grp_ctrl[7*32+16 +: 6]), nm1(grp_ctrl[6*32+16 +: 6]),

@@ -324,7 +324,9 @@ class TB:
             v = d.buf_raddr.value
             ra = int(v) if v.is_resolvable else 0
             pipe = [pipe[1], self.mem[ra]]
-            cur_i = n_acc - 1       # the item in progress (accepted last)
+            # the item in progress (accepted last; a fast start issues its first byte in the
+            # cycle act_ready shows its accept)
+            cur_i = n_acc - 1 + int(offered and int(d.act_ready.value) == 1)
             if int(d.can_issue.value):
                 issues.setdefault(cur_i, []).append(cyc)
                 if not int(d.in_hdr.value):

@@ -459,12 +459,19 @@ class TB:
                 lat.append(self.cycle - t_in)
                 t_in = None
             k = len(acts)
+            go = int(d.act_go.value)
             if av and act_seen != k:
                 act_seen = k
                 assert k < n, "action without a frame"
+                # act_go: the egress of a cut-through action that is sent (not a drop), in
+                # its first cycle only (the egress MAC may start its preamble with it)
+                want = (1 << a["port"]) if a["cut"] and not a["drop"] else 0
+                assert go == want, "act_go %d with action %r" % (go, a)
                 if not a["cut"]:
                     assert st_vis[k] is not None and st_vis[k] < self.cycle, "action %d before its status" % k
                     self.st_lat.append(self.cycle - st_vis[k])
+            else:
+                assert go == 0, "act_go %d outside an action's first cycle" % go
             fv = int(d.fin_valid.value)
             fq = (int(d.fin_good.value), int(d.fin_flen.value)) if fv else None
             if pend_fin is not None:

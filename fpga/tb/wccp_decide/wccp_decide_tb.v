@@ -85,6 +85,7 @@ module wccp_decide_tb #(
     output wire [31:0]   act_rh,
     output wire [10:0]   act_src_off,
     output wire          act_cut,
+    output wire [1:0]    act_go,
     input  wire          out_idle,
     output wire          fin_valid,
     input  wire          fin_ready,
@@ -115,11 +116,11 @@ module wccp_decide_tb #(
     wire [7:0]  ln_widx = tl_wr ? tl_idx : lr_idx;
     wire [53:0] ln_wdata = tl_wr ? tl_data : {2'b11, PORT[3:0], lr_mac};
 
-    wccp_bank_ram #(.AW(8), .DW(32)) cache_addr (
+    wccp_bank_ram #(.AW(8), .DW(32), .RD_REG(0)) cache_addr (
         .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd0), .wr_addr(t_addr[7:0]),
         .wr_data(t_data), .rd_addr(c_raddr), .rd_data(ca_rdata), .copy_start(1'b0),
         .copy_busy(copy_busy[0]));
-    wccp_bank_ram #(.AW(8), .DW(4)) cache_meth (
+    wccp_bank_ram #(.AW(8), .DW(4), .RD_REG(0)) cache_meth (
         .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
         .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(1'b0),
         .copy_busy(copy_busy[1]));
@@ -135,7 +136,7 @@ module wccp_decide_tb #(
         .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
         .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(1'b0),
         .copy_busy(copy_busy[4]));
-    wccp_ram #(.AW(8), .DW(54)) learnt (
+    wccp_ram #(.AW(8), .DW(54), .RD_REG(0)) learnt (
         .clk(clk), .wr_en(ln_we), .wr_addr(ln_widx), .wr_data(ln_wdata),
         .rd_addr(c_raddr), .rd_data(ln_rdata));
 
@@ -159,7 +160,7 @@ module wccp_decide_tb #(
         .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_kind(act_kind),
         .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan), .act_tci(act_tci),
         .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip), .act_rh(act_rh),
-        .act_src_off(act_src_off), .act_cut(act_cut), .out_idle(out_idle),
+        .act_src_off(act_src_off), .act_cut(act_cut), .act_go(act_go), .out_idle(out_idle),
         .fin_valid(fin_valid), .fin_ready(fin_ready), .fin_good(fin_good), .fin_flen(fin_flen),
         .ev_cause(ev_cause), .ev_slot(ev_slot), .ev_cache(ev_cache), .ev_bucket(ev_bucket),
         .ev_slot_idx(ev_slot_idx), .ev_cache_idx(ev_cache_idx), .ev_bucket_idx(ev_bucket_idx),

@@ -1,7 +1,7 @@
 """wccp_decide_cfg (in wccp_decide.v): each engine's registered copy of the values that depend on
 the configuration only. Random configurations; two cycles after a change every output matches
 the register map's meaning (slot protocol, any-protocol and port-match flags, scan entry counts,
-MTU), and rid_sum completes a real IPv4 header checksum of the GRE outer header."""
+hash / mask assignment flags, primary hash key flags, MTU), and rid_sum completes a real IPv4 header checksum of the GRE outer header."""
 import pathlib
 import random
 import struct
@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import wccp_tb  # noqa: E402
+from wccp import regmap  # noqa: E402
 from wccp.fwdmodel import ip_checksum  # noqa: E402  (the reference model's, the spec)
 
 try:
@@ -70,6 +71,14 @@ async def test_config_copy(dut):
         got = {order[i]: (cnt >> (7 * (7 - i))) & 0x7F for i in range(8)}
         assert [got[s] for s in range(8)] == counts, (rnd, got, counts)
         assert int(dut.mtu_r.value) == mtu_e
+        # assignment (control bits 2:1, WCCP_ASSIGN_*): hash; mask only with mask sets (10:8)
+        hsel = [((ctrl[s] >> 1) & 3) == regmap.ASSIGN_HASH for s in range(8)]
+        msel = [((ctrl[s] >> 1) & 3) == regmap.ASSIGN_MASK and ((ctrl[s] >> 8) & 7) != 0 for s in range(8)]
+        assert [bool(int(dut.hsel.value) >> s & 1) for s in range(8)] == hsel, rnd
+        assert [bool(int(dut.msel.value) >> s & 1) for s in range(8)] == msel, rnd
+        # primary hash key flags (flags bits 3:0: source IP, destination IP, ports), 4 per slot
+        hkf = int(dut.hkf.value)
+        assert [(hkf >> (4 * s)) & 0xF for s in range(8)] == [f & 0xF for f in flags], rnd
         # rid_sum + total length + cache address, folded and inverted, is the checksum of the
         # outer header the builder sends (4500, DF, TTL 64, protocol 47, router ID -> cache)
         rid_sum = int(dut.rid_sum.value)

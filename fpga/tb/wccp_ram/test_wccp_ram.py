@@ -1,5 +1,6 @@
-"""wccp_ram: simple dual-port RAM, read data exactly 3 cycles after the address, zero
+"""wccp_ram: simple dual-port RAM, read data exactly 2 + RD_REG cycles after the address, zero
 initialised, a read of the address written in the same cycle returns the new word, random traffic against a model."""
+import os
 import pathlib
 import random
 import sys
@@ -33,11 +34,12 @@ async def test_random(dut):
     dut.rd_addr.value = 0
     mem = [0] * (1 << AW)
     exp = []                 # expected rd_data per cycle (pipeline)
+    lat = 2 + int(os.environ["RD_REG"])     # the RAM's address and output registers (+ fabric)
     for cyc in range(2000):
         await RisingEdge(dut.clk)
         await ReadOnly()
-        if len(exp) >= 3:     # address set 3 edges ago
-            assert int(dut.rd_data.value) == exp[-3], (cyc, int(dut.rd_data.value), exp[-3])
+        if len(exp) >= lat:   # address set lat edges ago
+            assert int(dut.rd_data.value) == exp[-lat], (cyc, lat, int(dut.rd_data.value), exp[-lat])
         await Timer(1, "ns")
         ra = rng.randrange(1 << AW)
         dut.rd_addr.value = ra
@@ -51,7 +53,9 @@ async def test_random(dut):
         exp.append(mem[ra])          # a read of the address written this cycle sees the new data
 
 
+@pytest.mark.parametrize("rd_reg", [0, 1])
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
-def test_wccp_ram(sim):
+def test_wccp_ram(sim, rd_reg):
     wccp_tb.run_sim(sim, "wccp_ram", __file__, sources=[wccp_tb.RTL / "wccp_ram.v", wccp_tb.RTL / "wccp_bram.v"],
-                    parameters={"AW": AW, "DW": DW})
+                    parameters={"AW": AW, "DW": DW, "RD_REG": rd_reg}, extra_env={"RD_REG": str(rd_reg)},
+                    tag="rd%d" % rd_reg)
