@@ -19,14 +19,18 @@
 //  - hdr_done: one-cycle pulse, exactly once per frame, in the first cycle in which the
 //    header fields the decision uses are final (dst/src MAC, vlan, vlan_tci, is_ip, proto,
 //    sip, dip, sport, dport, totlen, ihl, l4_word0, l4_byte4, l4_len4, l4_len8, tcpudp,
-//    ip_hdr_ok): cycle t+2 for the header point byte on s_data in cycle t. Header point:
+//    ip_hdr_ok): cycle t+1 for the header point byte on s_data in cycle t (the byte is then
+//    in the input register: the outputs that hold it, L4 byte 3 in dport / l4_word0 and L4
+//    byte 11 in l4_len8, show the input register in that cycle), except cycle t+2 where
+//    the header point is IPv4 byte 19 (IHL < 5, or < 3 for GRE: a header the decision never
+//    redirects on). Header point:
 //      not IPv4 (ethertype after at most one 802.1Q tag != 0x0800): the low ethertype
 //        byte (byte 13, or 17 when tagged);
 //      IPv4 protocol 47 (GRE): IPv4 header byte 19 and L4 byte 11 both received;
 //      other IPv4: IPv4 header byte 19 and L4 byte 3 both received (for them l4_byte4,
 //        l4_len4 and l4_len8 are not part of the header and go on changing until done);
-//    cycle t+2 for a header point byte k < 60; for k >= 60, t+2 for byte k+4 (a data byte:
-//    the FCS follows it);
+//    cycle t+1 (t+2: IPv4 byte 19) for a header point byte k < 60; for k >= 60, t+1 for
+//    byte k+4 (a data byte: the FCS follows it; the header point byte is captured by then);
 //    a frame that ends before its header point gets hdr_done together with done; if its
 //    IPv4 datagram is also cut short (avail low), ip_hdr_ok is low with that hdr_done (the
 //    fields a decision would use are not all in the frame: forwarded normally).
@@ -40,9 +44,10 @@
 // level from a register: byte positions are one-hot shift registers (Ethernet header
 // positions 0..16, IPv4 header bytes 0..19, L4 bytes 0..11) and the L4 start is a small
 // down-counter loaded from the IHL; no byte-position arithmetic or comparison sits in front
-// of a capture. The IPv4 header point is a register (hp_next: the next byte is the header
-// point) set from one-hot positions selected by flags known since IPv4 byte 10, so
-// hdr_done is two LUT levels from registers. The length checks against totlen (tl_hdr,
+// of a capture. The IPv4 header point is a register (hp_l4 / hp_ih: the next byte is the
+// header point, an L4 byte / IPv4 byte 19) set from one-hot positions selected by flags known
+// since IPv4 byte 10, so hdr_done is two LUT levels from registers (its early form is not
+// registered: the receive queue pushes the bundle with it, one LUT further). The length checks against totlen (tl_hdr,
 // tl_hdr4) are registered every cycle from the captured fields, valid one cycle after them
 // (long before the header point, and at done for a frame that ends early).
 `timescale 1ns / 1ps
@@ -54,7 +59,7 @@ module wccp_parser (
     input  wire         s_valid,
     input  wire         s_end,       // the cycle after the stream's last byte
     output reg          done,
-    output reg          hdr_done,    // header fields final (see above), once per frame
+    output reg          hdr_done,    // header fields final (see above), once per frame (not registered)
     output reg  [47:0]  dst_mac,
     output reg  [47:0]  src_mac,
     output reg          vlan,
@@ -105,7 +110,9 @@ module wccp_parser (
     reg [47:0] lhx;          // L4 positions (lh) of the last 4 bytes, newest in [11:0]
     reg [16:0] tlen4;        // tlen + 4: the datagram and the FCS
     reg        ihl_good, tl_hdr, tl_hdr4;
-    reg        hp_next;      // the next byte is the IPv4 header point
+    reg        hp_l4;        // the next byte is the IPv4 header point, an L4 byte (3 or 11)
+    reg        hp_ih;        // the next byte is the IPv4 header point, IPv4 byte 19
+    reg        hd_r;         // hdr_done a cycle after its byte (IPv4 byte 19, or at the end)
     reg        hd_seen;      // hdr_done already given for this frame
     reg        hd_late;      // hdr_done at the frame end (header point not reached)
     integer k;
@@ -145,7 +152,8 @@ module wccp_parser (
             lcd_on <= 1'b0;
             lcd1 <= 1'b0;
             etlo <= 1'b0;
-            hp_next <= 1'b0;
+            hp_l4 <= 1'b0;
+            hp_ih <= 1'b0;
             hpw <= 4'd0;
             lhx <= 48'd0;
         end else if (v) begin
@@ -171,22 +179,30 @@ module wccp_parser (
             // 3 is IPv4 byte 4*IHL+3 (IHL 0: 3), byte 11 is 4*IHL+11 (IHL 0: 11), so byte 19
             // is the later one for IHL < 5 (GRE: IHL < 3). gre, ihl_lo3/5 are final from
             // IPv4 byte 10 on; every position used here comes after it.
-            hp_next <= gre ? (ihl_lo3 ? ih[18] : lh[10]) : (ihl_lo5 ? ih[18] : lh[2]);
+            hp_l4 <= gre ? (!ihl_lo3 && lh[10]) : (!ihl_lo5 && lh[2]);
+            hp_ih <= (gre ? ihl_lo3 : ihl_lo5) && ih[18];
             // a header point at byte 60 or later is final with the 4th byte after it
-            hpw <= {hpw[2:0], hp_next && ge60};
+            hpw <= {hpw[2:0], (hp_l4 || hp_ih) && ge60};
             lhx <= {lhx[35:0], lh};
         end
     end
-    // header point final in this byte: the IPv4 one before byte 60, the 4th byte after an
-    // IPv4 one at byte 60 or later, or the low ethertype byte of a non-IPv4 frame (not
-    // 0x0800, and not 0x8100 as the first ethertype; always before byte 60)
-    wire hpt = v && ((hp_next && !ge60) || hpw[3] || (etlo && (!b00 || et_nx)));
+    // header point final with the byte in the input register: the IPv4 one (an L4 byte)
+    // before byte 60, the 4th byte after an IPv4 one at byte 60 or later, or the low
+    // ethertype byte of a non-IPv4 frame (not 0x0800, and not 0x8100 as the first
+    // ethertype; always before byte 60); each field is final with it (a non-IPv4 frame's low
+    // ethertype byte is not a field; L4 bytes 3 and 11 are shown from the input register
+    // below). IPv4 byte 19 as the header point (hpt_ih): dip's last byte is not shown early,
+    // hdr_done follows a cycle later.
+    wire hpt_e  = v && ((hp_l4 && !ge60) || hpw[3] || (etlo && (!b00 || et_nx)));
+    wire hpt_ih = v && hp_ih && !ge60;
+    // rst: hpt_e's registers are all reset or v-qualified (v is low after a reset cycle)
+    always @(*) hdr_done = hpt_e || hd_r;
     always @(posedge clk) begin
         done <= !rst && done0;
         // v is low in done0's cycle (the idle cycle after the last byte)
-        hdr_done <= !rst && (hpt || (done0 && !hd_seen));
+        hd_r <= !rst && (hpt_ih || (done0 && !hd_seen));
         hd_late <= !rst && done0 && !hd_seen;
-        hd_seen <= !clr && (hd_seen || hpt);
+        hd_seen <= !clr && (hd_seen || hpt_e || hpt_ih);
     end
     always @(posedge clk) begin
         if (clr) fcnt <= {11'd0, v && !rst};
@@ -277,13 +293,17 @@ module wccp_parser (
     assign proto  = prot;
     assign sip    = s_ip;
     assign dip    = d_ip;
+    // L4 bytes 3 and 11 (the last byte of an IPv4 header point) from the input register
+    // while it holds them (hdr_done in that cycle), captured after
+    wire [7:0] l4b3  = (v && lh[3]) ? d : l4b[3];
+    wire [7:0] l4b11 = (v && lh[11]) ? d : l4b[11];
     assign sport  = tcpudp ? {l4b[0], l4b[1]} : 16'd0;
-    assign dport  = tcpudp ? {l4b[2], l4b[3]} : 16'd0;
+    assign dport  = tcpudp ? {l4b[2], l4b3} : 16'd0;
     assign totlen = tlen;
     assign ihl    = ihl_r;
-    assign l4_word0 = {l4b[0], l4b[1], l4b[2], l4b[3]};
+    assign l4_word0 = {l4b[0], l4b[1], l4b[2], l4b3};
     assign l4_byte4 = l4b[4];
     assign l4_len4  = {l4b[6], l4b[7]};
-    assign l4_len8  = {l4b[10], l4b[11]};
+    assign l4_len8  = {l4b[10], l4b11};
 endmodule
 `default_nettype wire

@@ -16,9 +16,11 @@
 // otherwise). A bad or overflowed frame is always dropped whole at its end and counted,
 // whether or not its bundle went early: the write pointer goes back to the frame's start,
 // so it leaves no trace in the buffer (its bundle's consumer releases start + 0).
-// Timing: the early push is the parser's hdr_done register and e_arm (registered: the
-// previous cycle took a byte that was not the last, without overflow, and the queue will
-// not be full) with r_last, one LUT in front of the queue write like the done push.
+// Timing: the early push is the parser's hdr_done (two LUT levels from its registers: it
+// comes in the cycle its header point byte is in the parser's input register, and that byte
+// is shown on the field outputs from there) and e_arm (registered: the previous cycle took a
+// byte that was not the last, without overflow, and the queue will not be full) with r_last,
+// one LUT further.
 // The status FIFO needs no full check: it holds the statuses of the <= 2^QAW queued
 // bundles plus the one taken by the consumer (which pops its status before the next
 // bundle), fewer than its 2^(QAW+1) entries.

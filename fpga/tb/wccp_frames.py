@@ -35,6 +35,19 @@ def header_point(f):
     return l3 + max(19, 4 * ihl + need if ihl else need)
 
 
+def header_point_is_ip19(f):
+    """The header point of frame f (as header_point) is IPv4 byte 19 by the parser's choice
+    (IHL < 5, or < 3 for GRE, where L4 byte 3 / 11 is not later): its hdr_done comes a cycle
+    after the byte (dip's last byte is only shown once captured), every other header point's
+    in the cycle the byte is in the parser's input register."""
+    n = len(f)
+    l3 = 18 if n >= 14 and f[12:14] == b"\x81\x00" else 14
+    if n < l3 + 10 or f[l3 - 2:l3] != b"\x08\x00":
+        return False
+    ihl = f[l3] & 15
+    return ihl < (3 if f[l3 + 9] == 47 else 5)
+
+
 def ip2s(a):
     return "%d.%d.%d.%d" % ((a >> 24) & 255, (a >> 16) & 255, (a >> 8) & 255, a & 255)
 

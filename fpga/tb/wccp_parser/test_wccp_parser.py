@@ -3,8 +3,9 @@ the input is the MAC's early stream (the frame with its FCS, s_end after the las
 hdr_done exactly once per frame in the first cycle the header fields are final (the header
 point: low ethertype byte of a non-IPv4 frame, IPv4 byte 19 and L4 byte 3 (GRE: 11) of an
 IPv4 one; at byte 60 or later only once 4 more bytes have come, i.e. once it cannot be an FCS
-byte; else with done for a frame that ends before it), with the final header fields and
-ip_hdr_ok; done with every field of the frame without its FCS, frame_len, avail and ip_ok."""
+byte; else with done for a frame that ends before it): in the cycle that byte is in the
+parser's input register (the cycle after IPv4 byte 19 is there when that is the header point),
+with the final header fields (the last byte shown from the input register) and ip_hdr_ok; done with every field of the frame without its FCS, frame_len, avail and ip_ok."""
 import pathlib
 import random
 import struct
@@ -14,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import wccp_tb  # noqa: E402
-from wccp_frames import fcs, header_point  # noqa: E402
+from wccp_frames import fcs, header_point, header_point_is_ip19  # noqa: E402
 
 try:
     import cocotb
@@ -244,19 +245,23 @@ async def test_fields(dut):
                 hdr[c] = snap
             if dn:
                 done[c] = snap
-    # byte on s_data in cycle c: fields (and hdr_done) in c + 2; s_end in cycle c: done in
-    # c + 2. The header point hp (of the stream: in a runt it may be an FCS byte): hdr_done
-    # with byte hp (hp < 60) or hp + 4 (hp >= 60, 4 more bytes: not in the FCS), else at done
+    # byte on s_data in cycle c: in the input register in c + 1, fields in c + 2; s_end in
+    # cycle c: done in c + 2. The header point hp (of the stream: in a runt it may be an FCS
+    # byte): hdr_done in c + 1 for byte hp (hp < 60; c + 2 where hp is IPv4 byte 19) or
+    # hp + 4 (hp >= 60, 4 more bytes: not in the FCS), else at done
     exp_hdr, exp_done, hdr_upto, stream_of = {}, {}, {}, {}
     for f, st, cyc in zip(fs, streams, bcyc, strict=True):
         hp = header_point(st)
         dc = cyc[-1] + 2
         last = hp if hp < 60 else hp + 4
-        hc = cyc[last] + 2 if fires(st) else dc
+        hc = cyc[last] + (2 if header_point_is_ip19(st) else 1) if fires(st) else dc
         assert hc not in exp_hdr and dc not in exp_done
         exp_hdr[hc] = f
         exp_done[dc] = f
-        hdr_upto[id(f)] = last + 1 if fires(st) else None
+        # the fields then hold the bytes before `last` and `last` itself (shown from the input
+        # register where it is the header point; 4 bytes after one at 60 or later it is not
+        # part of the header and not shown yet)
+        hdr_upto[id(f)] = (last + 1 if hp < 60 else last) if fires(st) else None
         stream_of[id(f)] = st
     assert sorted(hdr) == sorted(exp_hdr), "hdr_done cycles differ: %s" % sorted(set(hdr) ^ set(exp_hdr))
     assert sorted(done) == sorted(exp_done), "done cycles differ"

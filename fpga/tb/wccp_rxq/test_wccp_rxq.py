@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import wccp_tb  # noqa: E402
-from wccp_frames import header_point  # noqa: E402
+from wccp_frames import header_point, header_point_is_ip19  # noqa: E402
 
 try:
     import cocotb
@@ -37,10 +37,14 @@ def _test(f):
 
 def goes_early(f):
     """The parser's hdr_done (it parses the MAC's early stream, FCS included: at the header
-    point before byte 60, else 4 bytes after it) comes while the MAC's delayed stream still
-    gives bytes and before its last byte: the bundle can go early. f: frame with FCS."""
+    point before byte 60, else 4 bytes after it; in the cycle that byte is in the parser's
+    input register, a cycle later for IPv4 byte 19) comes while the MAC's delayed stream still
+    gives bytes and before its last byte: the bundle can go early. f: frame with FCS. The
+    MAC's last byte (the frame's without its FCS) is in its delayed stream 2 cycles after the
+    stream's last byte is in the parser's input register."""
     hp = header_point(f)
-    return hp <= len(f) - 2 if hp < 60 else hp <= len(f) - 6
+    lag = 1 if header_point_is_ip19(f) else 0
+    return hp + lag <= len(f) - 1 if hp < 60 else hp + 4 <= len(f) - 1
 
 
 def avail(f):
