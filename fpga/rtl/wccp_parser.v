@@ -215,6 +215,25 @@ module wccp_parser (
         else if (v && in_ip) ipn <= ipn + 11'd1;
     end
 
+    // L4 bytes 3 and 11 captured straight from s_data (visible with the byte in the input
+    // register): the byte on s_data is L4 byte k when the input register's byte was k - 1
+    // (v), or when the next byte is k (no byte in the input register: lh holds the next one's
+    // position)
+    wire c3  = s_valid && (v ? (lh[2] && !ih[0]) : lh[3]);
+    wire c11 = s_valid && (v ? (lh[10] && !ih[0]) : lh[11]);
+    reg [7:0] l4b3, l4b11;   // (l4b[3] and l4b[11] are not used)
+    always @(posedge clk) begin
+        if (clr) begin
+            l4b3 <= 8'd0;
+            l4b11 <= 8'd0;
+        end else if (done0) begin
+            if (lhx[3] || lhx[15] || lhx[27] || lhx[39]) l4b3 <= 8'd0;
+            if (lhx[11] || lhx[23] || lhx[35] || lhx[47]) l4b11 <= 8'd0;
+        end else begin
+            if (c3) l4b3 <= s_data;
+            if (c11) l4b11 <= s_data;
+        end
+    end
     // field capture: one enable per field (a one-hot position bit and s_valid)
     always @(posedge clk) begin
         if (v && dm_pos) dst_mac <= {dst_mac[39:0], d};
@@ -241,7 +260,7 @@ module wccp_parser (
             gre <= 1'b0;
             s_ip <= 32'd0;
             d_ip <= 32'd0;
-            for (k = 0; k < 12; k = k + 1) l4b[k] <= 8'd0;
+            for (k = 0; k < 12; k = k + 1) if (k != 3 && k != 11) l4b[k] <= 8'd0;
         end else if (v) begin
             if (eh[13]) vlan <= et81 && b00;
             if (vlan && eh[14]) vlan_tci[15:8] <= d;
@@ -266,11 +285,11 @@ module wccp_parser (
             if (|ih[15:12]) s_ip <= {s_ip[23:0], d};
             if (|ih[19:16]) d_ip <= {d_ip[23:0], d};
             for (k = 0; k < 12; k = k + 1)
-                if (lh[k]) l4b[k] <= d;
+                if (lh[k] && k != 3 && k != 11) l4b[k] <= d;
         end else if (done0) begin
             // L4 bytes taken from the last 4 bytes (the FCS) are not the frame's
             for (k = 0; k < 12; k = k + 1)
-                if (lhx[k] || lhx[12 + k] || lhx[24 + k] || lhx[36 + k]) l4b[k] <= 8'd0;
+                if ((lhx[k] || lhx[12 + k] || lhx[24 + k] || lhx[36 + k]) && k != 3 && k != 11) l4b[k] <= 8'd0;
         end
     end
 
@@ -293,10 +312,8 @@ module wccp_parser (
     assign proto  = prot;
     assign sip    = s_ip;
     assign dip    = d_ip;
-    // L4 bytes 3 and 11 (the last byte of an IPv4 header point) from the input register
-    // while it holds them (hdr_done in that cycle), captured after
-    wire [7:0] l4b3  = (v && lh[3]) ? d : l4b[3];
-    wire [7:0] l4b11 = (v && lh[11]) ? d : l4b[11];
+    // L4 bytes 3 and 11 (the last byte of an IPv4 header point) are l4b3 / l4b11, captured
+    // from s_data (above): final in the cycle their byte is in the input register (hdr_done)
     assign sport  = tcpudp ? {l4b[0], l4b[1]} : 16'd0;
     assign dport  = tcpudp ? {l4b[2], l4b3} : 16'd0;
     assign totlen = tlen;
