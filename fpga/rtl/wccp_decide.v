@@ -250,6 +250,7 @@ module wccp_decide #(
     reg [127:0] c_port;          // slot*16: the frame's source or destination port
     reg [63:0]  c_peqh, c_peql;  // slot*8 + j: high / low byte equal
     reg [7:0]   c_pm, c_pz, c_preq, c_protok;
+    reg         f_spz, f_dpz;    // the frame's source / destination port is 0
     wire [63:0] c_svp;           // slot*8: the slot's protocol (a local copy)
     wire [7:0]  c_pr0, c_needp;  // slot's protocol is 0; slot needs a port match
     wire [7:0]  c_hsel, c_msel;  // slot's assignment is hash / mask (with mask sets)
@@ -498,12 +499,16 @@ module wccp_decide #(
                 c_peqh[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 + 8 +: 8] == c_port[cs*16 + 8 +: 8]);
                 c_peql[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 8] == c_port[cs*16 +: 8]);
             end
-            c_pz[cs] <= (c_port[cs*16 +: 16] == 16'd0);
+            // the slot's port is 0: from the frame's two flags (a cycle later than c_port
+            // would give it, still in time: smatch_r waits for c_pm)
+            c_pz[cs] <= grp_flags[cs*32 + 5] ? f_spz : f_dpz;
             c_pm[cs] <= |(c_peqh[cs*8 +: 8] & c_peql[cs*8 +: 8]);
             c_preq[cs] <= (c_svp[cs*8 +: 8] == f_proto);
             c_protok[cs] <= grp_ctrl[cs*32] && (c_pr0[cs] || c_preq[cs]);
             smatch_r[cs] <= c_protok[cs] && (!c_needp[cs] || (!c_pz[cs] && c_pm[cs]));
         end
+        f_spz <= (f_sport == 16'd0);
+        f_dpz <= (f_dport == 16'd0);
         msl <= first_slot;
         p_kf <= c_hkf[first_slot*4 +: 4];
         msl_f <= rst ? 3'd0 : first_slot;
