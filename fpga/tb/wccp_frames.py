@@ -20,12 +20,17 @@ def with_fcs(data, pad=True):
     return data + fcs(data)
 
 
+def _l3(f):
+    """Offset of the IPv4 header in frame f: after one 802.1Q tag if there is one."""
+    return 18 if len(f) >= 14 and f[12:14] == b"\x81\x00" else 14
+
+
 def header_point(f):
     """Index of the last byte of frame f (no FCS) that wccp_parser's header point needs (hdr_done):
     the low ethertype byte for non-IPv4, IPv4 byte 19 and L4 byte 3 (L4 byte 11 for GRE) for IPv4.
     May be >= len(f): the frame ends before it."""
     n = len(f)
-    l3 = 18 if n >= 14 and f[12:14] == b"\x81\x00" else 14
+    l3 = _l3(f)
     if n < l3 or f[l3 - 2:l3] != b"\x08\x00":
         return l3 - 1
     if n < l3 + 10:
@@ -38,10 +43,10 @@ def header_point(f):
 def header_point_is_ip19(f):
     """The header point of frame f (as header_point) is IPv4 byte 19 by the parser's choice
     (IHL < 5, or < 3 for GRE, where L4 byte 3 / 11 is not later): its hdr_done comes a cycle
-    after the byte (dip's last byte is only shown once captured), every other header point's
-    in the cycle the byte is in the parser's input register."""
+    after the byte (dip's last byte is captured from the input register), every other header
+    point's in the cycle the byte is in the parser's input register."""
     n = len(f)
-    l3 = 18 if n >= 14 and f[12:14] == b"\x81\x00" else 14
+    l3 = _l3(f)
     if n < l3 + 10 or f[l3 - 2:l3] != b"\x08\x00":
         return False
     ihl = f[l3] & 15

@@ -5,7 +5,8 @@ point: low ethertype byte of a non-IPv4 frame, IPv4 byte 19 and L4 byte 3 (GRE: 
 IPv4 one; at byte 60 or later only once 4 more bytes have come, i.e. once it cannot be an FCS
 byte; else with done for a frame that ends before it): in the cycle that byte is in the
 parser's input register (the cycle after IPv4 byte 19 is there when that is the header point),
-with the final header fields (the last byte shown from the input register) and ip_hdr_ok; done with every field of the frame without its FCS, frame_len, avail and ip_ok."""
+with the final header fields (L4 bytes 3 and 11 captured straight from the stream) and
+ip_hdr_ok; done with every field of the frame without its FCS, frame_len, avail and ip_ok."""
 import pathlib
 import random
 import struct
@@ -258,9 +259,9 @@ async def test_fields(dut):
         assert hc not in exp_hdr and dc not in exp_done
         exp_hdr[hc] = f
         exp_done[dc] = f
-        # the fields then hold the bytes before `last` and `last` itself (shown from the input
-        # register where it is the header point; 4 bytes after one at 60 or later it is not
-        # part of the header and not shown yet)
+        # the fields then hold the bytes before `last` and `last` itself (captured from the
+        # stream where it is the header point; 4 bytes after one at 60 or later it is not part
+        # of the header and not captured yet)
         hdr_upto[id(f)] = (last + 1 if hp < 60 else last) if fires(st) else None
         stream_of[id(f)] = st
     assert sorted(hdr) == sorted(exp_hdr), "hdr_done cycles differ: %s" % sorted(set(hdr) ^ set(exp_hdr))
