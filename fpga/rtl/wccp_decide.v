@@ -438,8 +438,9 @@ module wccp_decide #(
     reg       cidx_bad;          // cidx >= the slot's cache count
     reg       pb_bad;            // the primary bucket byte's index >= the count (from byte_pb)
     reg       k_p;               // the cycle after S_B1L: k_ok from pb_bad (cidx_bad is late)
+    wire      k_bad = k_p ? pb_bad : cidx_bad;
     reg       alt_used;
-    reg       bk_alt;            // the bucket address is the alternate's (from S_H on)
+    reg       bk_alt;            // the bucket address is the alternate's (from S_DEC on)
     reg [3:0] cq_pb;             // S_B1: the primary bucket byte's place in the word, one-hot
     // the primary bucket byte's cache index bits, straight from the RAM word in S_B1 (the
     // cache address is set a cycle before S_B1L decides: a read that is not used is harmless)
@@ -493,8 +494,12 @@ module wccp_decide #(
         for (cs = 0; cs < 8; cs = cs + 1) begin
             // the slot's port: loaded from the queue head while idle (like the bundle
             // registers, with the live configuration: a commit lands while the engine is
-            // idle and held), so it is valid with the latch
-            if (state[S_IDLE]) c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? in_sport : in_dport;
+            // idle and held), so it is valid with the latch. It is taken from the head's
+            // first L4 word as stored, without the TCP/UDP check that in_sport / in_dport
+            // apply (that flag would fan out to all 8 slots): for a frame that is not TCP or
+            // UDP the port is 0 (c_pz below), which fails a slot that needs a port whatever
+            // c_pm says
+            if (state[S_IDLE]) c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? in_l4w0[31:16] : in_l4w0[15:0];
             for (cj = 0; cj < 8; cj = cj + 1) begin
                 c_peqh[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 + 8 +: 8] == c_port[cs*16 + 8 +: 8]);
                 c_peql[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 8] == c_port[cs*16 +: 8]);
@@ -621,9 +626,9 @@ module wccp_decide #(
         cidx_bad <= ({1'b0, cidx} >= {2'b0, r_ncache});
         pb_bad <= ({1'b0, byte_pb[6:0]} >= {2'b0, r_ncache});
         k_p <= state[S_B1L];
-        k_ok  <= !(k_p ? pb_bad : cidx_bad);
-        k_okt <= !(k_p ? pb_bad : cidx_bad) && r_toobig;
-        k_okg <= !(k_p ? pb_bad : cidx_bad) && !r_toobig;
+        k_ok  <= !k_bad;
+        k_okt <= !k_bad && r_toobig;
+        k_okg <= !k_bad && !r_toobig;
         ck_unass  <= !k_ok;
         ck_unkn   <= k_ok && !ln_known;
         ck_l2     <= k_ok && ln_known && cm_l2;

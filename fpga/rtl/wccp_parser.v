@@ -20,8 +20,8 @@
 //    header fields the decision uses are final (dst/src MAC, vlan, vlan_tci, is_ip, proto,
 //    sip, dip, sport, dport, totlen, ihl, l4_word0, l4_byte4, l4_len4, l4_len8, tcpudp,
 //    ip_hdr_ok): cycle t+1 for the header point byte on s_data in cycle t (the byte is then
-//    in the input register: the outputs that hold it, L4 byte 3 in dport / l4_word0 and L4
-//    byte 11 in l4_len8, show the input register in that cycle), except cycle t+2 where
+//    in the input register; L4 bytes 3 and 11, in dport / l4_word0 and l4_len8, were
+//    captured straight from s_data into registers of their own), except cycle t+2 where
 //    the header point is IPv4 byte 19 (IHL < 5, or < 3 for GRE: a header the decision never
 //    redirects on). Header point:
 //      not IPv4 (ethertype after at most one 802.1Q tag != 0x0800): the low ethertype
@@ -190,8 +190,8 @@ module wccp_parser (
     // before byte 60, the 4th byte after an IPv4 one at byte 60 or later, or the low
     // ethertype byte of a non-IPv4 frame (not 0x0800, and not 0x8100 as the first
     // ethertype; always before byte 60); each field is final with it (a non-IPv4 frame's low
-    // ethertype byte is not a field; L4 bytes 3 and 11 are shown from the input register
-    // below). IPv4 byte 19 as the header point (hpt_ih): dip's last byte is not shown early,
+    // ethertype byte is not a field; L4 bytes 3 and 11 are captured from s_data below).
+    // IPv4 byte 19 as the header point (hpt_ih): dip's last byte is not captured early,
     // hdr_done follows a cycle later.
     wire hpt_e  = v && ((hp_l4 && !ge60) || hpw[3] || (etlo && (!b00 || et_nx)));
     wire hpt_ih = v && hp_ih && !ge60;

@@ -17,10 +17,13 @@
 // whether or not its bundle went early: the write pointer goes back to the frame's start,
 // so it leaves no trace in the buffer (its bundle's consumer releases start + 0).
 // Timing: the early push is the parser's hdr_done (two LUT levels from its registers: it
-// comes in the cycle its header point byte is in the parser's input register, and that byte
-// is shown on the field outputs from there) and e_arm (registered: the previous cycle took a
-// byte that was not the last, without overflow, and the queue will not be full) with r_last,
-// one LUT further.
+// comes in the cycle its header point byte is in the parser's input register, with every
+// field already in a register) and e_arm (registered: the previous cycle took a byte that
+// was not the last, without overflow, and the queue will not be full) with r_last, one LUT
+// further. The push only moves the queue's write pointer: the queue's distributed RAM
+// writes the parser's fields into the free entry at the write pointer in every cycle in
+// which the queue is not full (a push never meets a full queue: e_arm and push_pend are
+// only set when it is not), so its write enable is a register bit, not the push.
 // The status FIFO needs no full check: it holds the statuses of the <= 2^QAW queued
 // bundles plus the one taken by the consumer (which pops its status before the next
 // bundle), fewer than its 2^(QAW+1) entries.
@@ -193,6 +196,15 @@ module wccp_rxq #(
     end
     assign {st_good, st_avail, st_flen} = sq[sr[SAW-1:0]];
 
+    // the free entry at qw takes the parser's fields in every cycle the queue is not full
+    // (see Timing above): the entry pushed holds the fields of the push's cycle
+    always @(posedge clk) begin
+        if (!q_full)
+            q[qw[QAW-1:0]] <= {fstart, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_hdr_ok, p_proto,
+                               p_sip, p_dip, p_tcpudp, p_totlen, p_ihl, p_l4w0, p_l4b4,
+                               p_len4, p_len8};
+    end
+
     always @(posedge clk) begin
         ev_rx <= 1'b0;
         ev_drop <= 4'd0;
@@ -243,13 +255,9 @@ module wccp_rxq #(
                     end
                 end
             end
-            if (q_push) begin
-                // the parse bundle: header fields final (e_push) or the whole frame kept (done)
-                q[qw[QAW-1:0]] <= {fstart, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_hdr_ok, p_proto,
-                                   p_sip, p_dip, p_tcpudp, p_totlen, p_ihl, p_l4w0, p_l4b4,
-                                   p_len4, p_len8};
-                qw <= qw + 1'b1;
-            end
+            // the parse bundle (header fields final: e_push, or the whole frame kept: done)
+            // is in the entry at qw (written below); the push makes it the queue's
+            if (q_push) qw <= qw + 1'b1;
             if (st_push) begin
                 sq[sw[SAW-1:0]] <= {fr_ok, p_avail, fr_ok ? p_flen : 11'd0};
                 sw <= sw + 1'b1;

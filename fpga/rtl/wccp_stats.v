@@ -132,19 +132,22 @@ module wccp_stats (
 
             // decision FIFO (distributed RAM, registered head)
             // the decision event is registered first (it comes from the engine, far away)
-            reg  [26:0] e_rec;
+            // (with a flag "no cause bit", so that the head's hcz is loaded without a compare
+            // after the FIFO's distributed RAM)
+            reg  [27:0] e_rec;
             reg         e_any;
             always @(posedge clk) begin
-                e_rec <= {ev_cause[p*11 +: 11], ev_slot[p], ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
+                e_rec <= {ev_cause[p*11 +: 11] == 11'd0, ev_cause[p*11 +: 11], ev_slot[p],
+                          ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
                 e_any <= !rst && (ev_slot[p] || (|ev_cause[p*11 +: 11]));
             end
-            reg  [26:0] fm [0:15];
+            reg  [27:0] fm [0:15];
             reg  [4:0]  fw, fr;
             always @(posedge clk) begin
                 if (e_any)
                     fm[fw[3:0]] <= e_rec;
             end
-            wire [26:0] fh = fm[fr[3:0]];
+            wire [27:0] fh = fm[fr[3:0]];
             reg         hv;           // head holds a record with something left to count
             reg  [10:0] hc;           // head: cause bits not yet counted
             reg         hs;           // head: slot match not yet counted
@@ -201,8 +204,7 @@ module wccp_stats (
                         if (ns) hs <= 1'b0;
                         if (nl) hv <= 1'b0;
                     end else if (!hv && fw != fr) begin
-                        {hc, hs, hsi, hb} <= fh;
-                        hcz <= (fh[26:16] == 11'd0);
+                        {hcz, hc, hs, hsi, hb} <= fh;
                         hv <= 1'b1;
                         fr <= fr + 5'd1;
                     end
