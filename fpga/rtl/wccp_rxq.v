@@ -196,15 +196,6 @@ module wccp_rxq #(
     end
     assign {st_good, st_avail, st_flen} = sq[sr[SAW-1:0]];
 
-    // the free entry at qw takes the parser's fields in every cycle the queue is not full
-    // (see Timing above): the entry pushed holds the fields of the push's cycle
-    always @(posedge clk) begin
-        if (!q_full)
-            q[qw[QAW-1:0]] <= {fstart, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_hdr_ok, p_proto,
-                               p_sip, p_dip, p_tcpudp, p_totlen, p_ihl, p_l4w0, p_l4b4,
-                               p_len4, p_len8};
-    end
-
     always @(posedge clk) begin
         ev_rx <= 1'b0;
         ev_drop <= 4'd0;
@@ -256,7 +247,12 @@ module wccp_rxq #(
                 end
             end
             // the parse bundle (header fields final: e_push, or the whole frame kept: done)
-            // is in the entry at qw (written below); the push makes it the queue's
+            // is written to the free entry at qw while the queue is not full (see Timing
+            // above); the push makes it the queue's
+            if (!q_full)
+                q[qw[QAW-1:0]] <= {fstart, p_dst, p_src, p_vlan, p_tci, p_is_ip, p_ip_hdr_ok, p_proto,
+                                   p_sip, p_dip, p_tcpudp, p_totlen, p_ihl, p_l4w0, p_l4b4,
+                                   p_len4, p_len8};
             if (q_push) qw <= qw + 1'b1;
             if (st_push) begin
                 sq[sw[SAW-1:0]] <= {fr_ok, p_avail, fr_ok ? p_flen : 11'd0};
