@@ -67,8 +67,22 @@ module wccp_rgmii_rx (
         wbin_r = 5'd0;
         rp = 5'd0;
     end
-    wire [4:0] level = wbin_r - rp;
     wire [9:0] head = mem[rp[3:0]];
+    // this cycle's level wbin_r - rp is lv_r - popped: lv_r = the last cycle's wbin minus
+    // the last cycle's rp (in reset: minus the rp that reset sets), popped = the last cycle
+    // popped; so each compare of the level below is a compare of lv_r, picked by popped,
+    // without a subtractor on the way from rp (timing)
+    reg  [4:0] lv_r;
+    reg        popped;
+    initial begin
+        lv_r = 5'd0;
+        popped = 1'b0;
+    end
+    // level >= k
+    wire       ge1 = popped ? (lv_r >= 5'd2) : (lv_r != 5'd0);
+    wire       ge2 = popped ? (lv_r >= 5'd3) : (lv_r >= 5'd2);
+    wire       ge3 = popped ? (lv_r >= 5'd4) : (lv_r >= 5'd3);
+    wire       ge4 = popped ? (lv_r >= 5'd5) : (lv_r >= 5'd4);
     // level flags registered from the last cycle's level minus the last cycle's pop: a lower
     // bound of this cycle's level (the write pointer only grows), so the read decision takes
     // only registers and the head entry (timing)
@@ -84,10 +98,10 @@ module wccp_rgmii_rx (
     (* keep *) wire odv_m, odv_d, nz_m, nz_d, go_m, go_d, if_m, if_d;
     assign odv_m = !p_mark && in_frame;             // o_dv, o_er (underrun in a frame)
     assign odv_d = p_data || in_frame;              // o_dv
-    assign nz_m = p_mark ? (level >= 5'd2) : (level != 5'd0);
-    assign nz_d = p_data ? (level >= 5'd2) : (level != 5'd0);
-    assign go_m = p_mark ? (level >= 5'd4) : (level >= 5'd3);
-    assign go_d = p_data ? (level >= 5'd4) : (level >= 5'd3);
+    assign nz_m = p_mark ? ge2 : ge1;
+    assign nz_d = p_data ? ge2 : ge1;
+    assign go_m = p_mark ? ge4 : ge3;
+    assign go_d = p_data ? ge4 : ge3;
     assign if_m = !p_mark && in_frame;              // in_frame
     assign if_d = p_data || in_frame;
     // GMII out of the FIFO, then registered once more towards the core (the MAC sits far from
@@ -98,6 +112,8 @@ module wccp_rgmii_rx (
         wg1 <= wp_gray;
         wg2 <= wg1;
         wbin_r <= wbin;
+        lv_r <= wbin - (rst ? wbin_r : rp);
+        popped <= !rst && (head[9] ? p_mark : p_data);
         lv_nz <= !rst && (head[9] ? nz_m : nz_d);
         lv_go <= head[9] ? go_m : go_d;
         o_rxd <= head[7:0];              // (qualified by o_dv)
