@@ -46,8 +46,9 @@
 // down-counter loaded from the IHL; no byte-position arithmetic or comparison sits in front
 // of a capture. The IPv4 header point is a register (hp_l4 / hp_ih: the next byte is the
 // header point, an L4 byte / IPv4 byte 19) set from one-hot positions selected by flags known
-// since IPv4 byte 10, so hdr_done is two LUT levels from registers (its early form is not
-// registered: the receive queue pushes the bundle with it, one LUT further). The length checks against totlen (tl_hdr,
+// since IPv4 byte 10; hdr_done's early form is a register computed a cycle ahead (hpe), OR-ed
+// with its late form, so hdr_done is one LUT from registers (the receive queue pushes the
+// bundle with it, one LUT further). The length checks against totlen (tl_hdr,
 // tl_hdr4) are registered every cycle from the captured fields, valid one cycle after them
 // (long before the header point, and at done for a frame that ends early).
 `timescale 1ns / 1ps
@@ -193,9 +194,22 @@ module wccp_parser (
     // ethertype byte is not a field; L4 bytes 3 and 11 are captured from s_data below).
     // IPv4 byte 19 as the header point (hpt_ih): dip's last byte is not captured early,
     // hdr_done follows a cycle later.
-    wire hpt_e  = v && ((hp_l4 && !ge60) || hpw[3] || (etlo && (!b00 || et_nx)));
+    //   hpt_e = v && ((hp_l4 && !ge60) || hpw[3] || (etlo && (!b00 || et_nx)))
+    // is a register, hpe: the same function of its terms' next values, one cycle early (each
+    // n_* below repeats its register's update; timing: hdr_done, and the receive queue's
+    // push from it, are then one LUT from registers)
+    wire n_etp  = eh[12] || (vlan && eh[16]);      // the byte in d is the high ethertype byte
+    wire n_hpl4 = restart ? 1'b0 : v ? (gre ? (!ihl_lo3 && lh[10]) : (!ihl_lo5 && lh[2])) : hp_l4;
+    wire n_ge60 = clr ? 1'b0 : (v && fcnt == 12'd59) ? 1'b1 : ge60;
+    wire n_hpw3 = restart ? 1'b0 : v ? hpw[2] : hpw[3];
+    wire n_etlo = restart ? 1'b0 : v ? n_etp : etlo;
+    wire n_etnx = (v && n_etp) ? (!b08 && (vlan || !b81)) : et_nx;
+    reg  hpe;
+    always @(posedge clk)
+        hpe <= s_valid && !rst && ((n_hpl4 && !n_ge60) || n_hpw3 ||
+                                   (n_etlo && (s_data != 8'h00 || n_etnx)));
+    wire hpt_e  = hpe;
     wire hpt_ih = v && hp_ih && !ge60;
-    // rst: hpt_e's registers are all reset or v-qualified (v is low after a reset cycle)
     always @(*) hdr_done = hpt_e || hd_r;
     always @(posedge clk) begin
         done <= !rst && done0;

@@ -16,7 +16,7 @@
 // otherwise). A bad or overflowed frame is always dropped whole at its end and counted,
 // whether or not its bundle went early: the write pointer goes back to the frame's start,
 // so it leaves no trace in the buffer (its bundle's consumer releases start + 0).
-// Timing: the early push is the parser's hdr_done (two LUT levels from its registers: it
+// Timing: the early push is the parser's hdr_done (one LUT from its registers: it
 // comes in the cycle its header point byte is in the parser's input register, with every
 // field already in a register) and e_arm (registered: the previous cycle took a byte that
 // was not the last, without overflow, and the queue will not be full) with r_last, one LUT
