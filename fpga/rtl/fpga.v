@@ -63,10 +63,16 @@ module fpga (
 
     wire [7:0] g0_rxd, g1_rxd, g0_txd, g1_txd;
     wire       g0_rx_dv, g0_rx_er, g1_rx_dv, g1_rx_er, g0_tx_en, g0_tx_er, g1_tx_en, g1_tx_er;
+    // each receive FIFO's read side takes its own registered copy of the reset, like the
+    // core's regions (timing: the reset flip-flop sits far from the PHYs' pins, and the reset
+    // feeds the FIFO's level subtractor); they leave reset with the core's regions
+    wire       rst_rx0, rst_rx1;
+    wccp_rst_buf rb_rx0 (.clk(clk), .d(rst), .q(rst_rx0));
+    wccp_rst_buf rb_rx1 (.clk(clk), .d(rst), .q(rst_rx1));
     wccp_rgmii_rx rx0 (.rgmii_rxc(eth0_rxc), .rgmii_rxd(eth0_rxd), .rgmii_rx_ctl(eth0_rx_ctl),
-                       .clk(clk), .rst(rst), .gmii_rxd(g0_rxd), .gmii_rx_dv(g0_rx_dv), .gmii_rx_er(g0_rx_er));
+                       .clk(clk), .rst(rst_rx0), .gmii_rxd(g0_rxd), .gmii_rx_dv(g0_rx_dv), .gmii_rx_er(g0_rx_er));
     wccp_rgmii_rx rx1 (.rgmii_rxc(eth1_rxc), .rgmii_rxd(eth1_rxd), .rgmii_rx_ctl(eth1_rx_ctl),
-                       .clk(clk), .rst(rst), .gmii_rxd(g1_rxd), .gmii_rx_dv(g1_rx_dv), .gmii_rx_er(g1_rx_er));
+                       .clk(clk), .rst(rst_rx1), .gmii_rxd(g1_rxd), .gmii_rx_dv(g1_rx_dv), .gmii_rx_er(g1_rx_er));
     wccp_rgmii_tx tx0 (.clk(clk), .gmii_txd(g0_txd), .gmii_tx_en(g0_tx_en), .gmii_tx_er(g0_tx_er),
                        .rgmii_txc(eth0_txc), .rgmii_txd(eth0_txd), .rgmii_tx_ctl(eth0_tx_ctl));
     wccp_rgmii_tx tx1 (.clk(clk), .gmii_txd(g1_txd), .gmii_tx_en(g1_tx_en), .gmii_tx_er(g1_tx_er),
