@@ -18,6 +18,8 @@ Behaviour (reference §6, §12, §13; docs/status.md lists the counters):
   port 80 hashed on destination IP, dynamic services are defined by the first cache that
   becomes usable and forgotten when the last one leaves. Conflicting definitions and
   unconfigured services are dropped and counted.
+* A HERE_I_AM must come from the address in its Web-Cache Identity (the allowed-cache list
+  is checked against that sender); others are dropped (identity_mismatch).
 * HERE_I_AM -> unicast I_SEE_YOU from the address the cache sent to; every HERE_I_AM gets
   an answer (first contact, stale Receive ID), but a cache becomes usable only after a HIA
   echoing the last Receive ID sent to it (per group counter, never 0) and carrying
@@ -94,7 +96,7 @@ WEB_CACHE_DEFINITION = {"service_type": 0, "service_id": 0, "priority": 240, "pr
 # Counter names (docs/status.md). Drops: the datagram was discarded. Events: it was answered
 # or processed but something was refused.
 DROP_REASONS = ("malformed", "bad_address", "own_packet", "address_table", "unexpected_type", "unconfigured_service",
-                "security_mismatch", "md5_failure", "service_conflict", "cache_not_allowed",
+                "security_mismatch", "md5_failure", "service_conflict", "cache_not_allowed", "identity_mismatch",
                 "bad_cache_address", "state_full", "ra_unknown_cache", "ra_stale_receive_id",
                 "ra_stale_change_number", "ra_not_listed", "ra_method_mismatch", "ra_too_large",
                 "ra_unsupported", "ra_bad_caches", "ra_mask_too_wide", "ra_dataplane_refused", "internal_error",
@@ -577,6 +579,10 @@ class Router:
         addr = ident["address"]
         if addr == 0 or addr == 0xFFFFFFFF or (addr >> 28) == 0xE or addr in self.my_ids:
             return self._drop(g, "bad_cache_address")
+        if addr != src:
+            # a cache speaks from its own address (the one GRE/L2 redirection goes to):
+            # anything else claims another host's identity
+            return self._drop(g, "identity_mismatch")
         if g.allowed is not None and addr not in g.allowed:
             return self._drop(g, "cache_not_allowed")
         c = g.caches.get(addr)

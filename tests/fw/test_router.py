@@ -999,12 +999,14 @@ def test_fast_path_isy_equals_full_encoding():
         assert sorted(ws) == [5, 10000]
 
 
-def test_reply_goes_to_the_hia_source_even_when_identity_differs():
+def test_reply_goes_to_the_hia_source_port_identity_from_its_own_address():
     r, dp = make()
-    out = r.receive(hia("127.0.0.2", 0), "127.0.0.50", 3000, R, 0)
+    out = r.receive(hia("127.0.0.2", 0), "127.0.0.2", 3000, R, 0)
     dst, port, src, payload = one(out)
-    assert (dst, port, src) == ("127.0.0.50", 3000, R)
+    assert (dst, port, src) == ("127.0.0.2", 3000, R)
     assert codec.decode(payload)["router_identity"]["received_from"] == [ip("127.0.0.2")]
+    assert r.receive(hia("127.0.0.2", 0), "127.0.0.50", 2048, R, 0) == []    # another host's identity
+    assert r.drops["identity_mismatch"] == 1
     out = r.receive(hia("127.0.0.2", _last_rid(r, "127.0.0.2")), "127.0.0.2", 2048, R, 1)
     assert one(out)[:2] == ("127.0.0.2", 2048)
     assert cache_state(r, "127.0.0.2") == "usable"
