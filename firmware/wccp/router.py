@@ -30,9 +30,11 @@ Behaviour (reference §6, §12, §13; docs/status.md lists the counters):
   accepted assignment, routers reported by the caches, usable caches as 44-byte hash
   identity elements or Cisco-shaped mask elements; mask groups also get an Assignment Map.
 * REDIRECT_ASSIGN: Assignment Info (6) or Alternate Assignment (13, hash or mask) from a
-  usable cache whose Router Assignment Element for us carries the Receive ID last sent to it
+  usable cache, sent from the address in its Assignment Key (the designated cache speaks
+  for itself), whose Router Assignment Element for us carries the Receive ID last sent to it
   (or the one before, for the in-flight race) and the current member change number. An RA
-  that does not list this router flushes the assignment (v2-01/v2-03 section 4.8).
+  from that cache that does not list this router starts the 5T flush timer (v2-01/v2-03
+  section 4.8; docs/protocol.md). Receive IDs start at a random value per group.
 * Timers (T = timers.here_i_am_ms, default 10 s): REMOVAL_QUERY at 2.5T of silence, removal
   at 3T (purged from the assignment at once), flush 5T after a membership change without a
   valid assignment. SHUTDOWN (command extension 1) removes the cache at once and is
@@ -98,7 +100,7 @@ WEB_CACHE_DEFINITION = {"service_type": 0, "service_id": 0, "priority": 240, "pr
 DROP_REASONS = ("malformed", "bad_address", "own_packet", "address_table", "unexpected_type", "unconfigured_service",
                 "security_mismatch", "md5_failure", "service_conflict", "cache_not_allowed", "identity_mismatch",
                 "bad_cache_address", "state_full", "ra_unknown_cache", "ra_stale_receive_id",
-                "ra_stale_change_number", "ra_not_listed", "ra_method_mismatch", "ra_too_large",
+                "ra_stale_change_number", "ra_not_listed", "ra_wrong_sender", "ra_method_mismatch", "ra_too_large",
                 "ra_unsupported", "ra_bad_caches", "ra_mask_too_wide", "ra_dataplane_refused", "internal_error",
                 "no_memory")
 
@@ -204,7 +206,7 @@ class Group:
             self.definition = None
         self.slot = -1
         seed = ((router.boot & 0xFFFF) << 16)
-        self.rid = seed
+        self.rid = router._random32()   # not guessable from the boot counter
         self.mcn = seed | 1
         self.key_addr = 0
         self.key_cn = 0
@@ -317,6 +319,15 @@ class Router:
                 self._dp_error(None, e)
 
     # ---------------------------------------------------------------- helpers
+    def _random32(self):
+        try:
+            import os
+            b = os.urandom(4)
+            return (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]
+        except Exception:  # noqa: BLE001 - no entropy source: the jitter generator
+            self._jitter()
+            return self._rng
+
     def _jitter(self):
         # 9 s +-10 % scaled to T (0.9 T): uniform in [0.81 T, 0.99 T]
         self._rng = (self._rng * 1103515245 + 12345) & 0x7FFFFFFF
@@ -526,7 +537,7 @@ class Router:
             self._count(g, "hia_rx")
             return self._hia(g, msg, src, src_port, dst, now)
         self._count(g, "ra_rx")
-        return self._ra(g, msg, src)
+        return self._ra(g, msg, src, now)
 
     def _make_room(self, g):
         """Room for one more pending cache in g, evicting the oldest pending entry if needed."""
@@ -882,7 +893,7 @@ class Router:
         return self._reply(c) + (self._local_ip(c), payload)
 
     # ---------------------------------------------------------------- REDIRECT_ASSIGN
-    def _ra(self, g, msg, src):
+    def _ra(self, g, msg, src, now):
         if "assignment_info" in msg:
             a = msg["assignment_info"]
             kind = "hash"
@@ -898,9 +909,10 @@ class Router:
         else:
             return self._drop(g, "ra_unsupported")
         key = a["assignment_key"]
-        d = g.caches.get(key["address"])
-        if d is None or not d[C_BITS] & B_USABLE:
-            d = g.caches.get(src)
+        if key["address"] != src:
+            # only the designated cache assigns, from its own address (docs/protocol.md)
+            return self._drop(g, "ra_wrong_sender")
+        d = g.caches.get(src)
         if d is None or not d[C_BITS] & B_USABLE:
             return self._drop(g, "ra_unknown_cache")
         mine = None
@@ -909,9 +921,11 @@ class Router:
                 mine = r
                 break
         if mine is None:
-            # v2-01/v2-03 4.8: an assignment that does not list this router flushes ours
-            if g.assignment is not None:
-                self._flush(g)
+            # v2-01/v2-03 4.8: an assignment that does not list this router ends ours. It
+            # carries no Receive ID to authenticate it, so it only starts the flush timer:
+            # a valid assignment within 5T keeps traffic flowing (docs/protocol.md).
+            if g.assignment is not None and g.change_ms is None:
+                g.change_ms = now
             return self._drop(g, "ra_not_listed")
         rid = mine["receive_id"]
         if rid == 0 or (rid != d[C_RID] and rid != d[C_RID_PREV]):

@@ -533,8 +533,13 @@ def test_ra_not_listing_this_router_flushes():
     assert "hash" in dp.live[0]
     r.receive(ra_hash("127.0.0.2", [("10.9.9.9", 3, 4)], cs, key_cn=2), "127.0.0.2", 2048, R, 0)
     assert r.drops["ra_not_listed"] == 1
+    assert "hash" in dp.live[0] and r.counters["flushes"] == 0       # unauthenticated: flush timer only
+    for now in (2 * T, 4 * T):
+        for c in cs:
+            r.receive(hia(c, _last_rid(r, c)), c, 2048, R, now)
+    r.tick(5 * T)
     assert "hash" not in dp.live[0] and r.counters["flushes"] == 1
-    m = isy_of(r.receive(hia("127.0.0.2", _last_rid(r, "127.0.0.2")), "127.0.0.2", 2048, R, 0))
+    m = isy_of(r.receive(hia("127.0.0.2", _last_rid(r, "127.0.0.2")), "127.0.0.2", 2048, R, 5 * T))
     assert m["router_view"]["assignment_key"]["change_number"] == 0
 
 
