@@ -213,14 +213,18 @@ def load(source=None):
     limits = source.get("limits", {})
     if not isinstance(limits, dict):
         raise ConfigError("limits", "must be an object")
-    _check_keys(limits, ("max_caches", "max_pending", "max_total_caches", "max_routers", "max_mask_values"),
-                "limits")
+    _check_keys(limits, ("max_caches", "max_pending", "max_total_caches", "max_routers", "max_mask_values",
+                         "unverified_per_source", "unverified_per_second", "unverified_burst"), "limits")
     lim = {}
     lim["max_caches"] = _int(limits, "max_caches", "limits.max_caches", MAX_CACHES, 1, MAX_CACHES)
     lim["max_pending"] = _int(limits, "max_pending", "limits.max_pending", 32, 1, 1024)
     lim["max_total_caches"] = _int(limits, "max_total_caches", "limits.max_total_caches", 512, 1, 8192)
     lim["max_routers"] = _int(limits, "max_routers", "limits.max_routers", 32, 1, 32)
     lim["max_mask_values"] = _int(limits, "max_mask_values", "limits.max_mask_values", 256, 1, 4096)
+    lim["unverified_per_source"] = _int(limits, "unverified_per_source", "limits.unverified_per_source", 4, 2, 100)
+    lim["unverified_per_second"] = _int(limits, "unverified_per_second", "limits.unverified_per_second",
+                                        20, 1, 1000)
+    lim["unverified_burst"] = _int(limits, "unverified_burst", "limits.unverified_burst", 40, 1, 10000)
     cfg["limits"] = lim
     cfg["watchdog_ms"] = _int(source, "watchdog_ms", "watchdog_ms", 0, 0, 3600000)
     svcs = source.get("services", None)

@@ -40,9 +40,13 @@ Behaviour (reference §6, §12, §13; docs/status.md lists the counters):
   valid assignment. SHUTDOWN (command extension 1) removes the cache at once and is
   answered with SHUTDOWN_RESPONSE.
 * Hostile input: caches per group bounded (max_caches), unvalidated ("pending") caches
-  bounded per group (limits.max_pending) and overall (limits.max_total_caches); new pending
-  entries only ever replace other pending entries, never usable caches. Every dropped
-  datagram is counted by reason; nothing raises out of receive()/tick().
+  bounded per group (limits.max_pending) and overall (limits.max_total_caches). HIAs that do
+  not echo a Receive ID we sent (possibly forged) are answered at most
+  limits.unverified_per_source times per T per source and limits.unverified_per_second
+  overall (wccp.admission). A first contact while the pending table is full is answered
+  without state (cookie Receive ID); only a sender echoing it may evict, and only an entry
+  that never echoed. Every dropped datagram is counted by reason; nothing raises out of
+  receive()/tick().
 """
 try:
     from micropython import const
@@ -54,6 +58,7 @@ import struct
 
 from wccp import codec
 from wccp import dataplane as _dpmod
+from wccp.admission import Admission
 from wccp.storage import MemStorage, next_boot
 
 _pack_into = struct.pack_into
@@ -102,14 +107,14 @@ DROP_REASONS = ("malformed", "bad_address", "own_packet", "address_table", "unex
                 "bad_cache_address", "state_full", "ra_unknown_cache", "ra_stale_receive_id",
                 "ra_stale_change_number", "ra_not_listed", "ra_wrong_sender", "ra_method_mismatch", "ra_too_large",
                 "ra_unsupported", "ra_bad_caches", "ra_mask_too_wide", "ra_dataplane_refused", "internal_error",
-                "no_memory")
+                "no_memory", "rate_limited_source", "rate_limited_global", "oversize")
 
 
 def _new_counters():
     return {"rx": 0, "hia_rx": 0, "ra_rx": 0, "isy_tx": 0, "rq_tx": 0, "hia_valid": 0,
             "hia_invalid_receive_id": 0, "capability_mismatch": 0, "group_full": 0, "joins": 0,
             "removals_timeout": 0, "removals_shutdown": 0, "removals_capability": 0,
-            "pending_evicted": 0, "pending_expired": 0, "ra_accepted": 0, "ra_unknown_cache_entries": 0,
+            "pending_evicted": 0, "pending_expired": 0, "isy_stateless": 0, "ra_accepted": 0, "ra_unknown_cache_entries": 0,
             "flushes": 0, "dataplane_commits": 0, "dataplane_errors": 0}
 
 
@@ -134,6 +139,7 @@ C_HIAS = const(15)       # HIAs received
 B_USABLE = const(1)      # usable member (after a valid HIA with acceptable capabilities)
 B_MCAST = const(2)       # it sends HIAs to the group's multicast address
 B_QUERY = const(4)       # REMOVAL_QUERY sent since its last valid HIA
+B_ECHOED = const(1 << 25)  # it has echoed a Receive ID we sent: it receives at its address
 _CAPS_MASK = const(0x1F8)
 _FLAGS_MASK = const(0x1FFFE00)
 _INIT_BITS = const((1 << 3) | (1 << 5) | (1 << 7))      # GRE / GRE / hash
@@ -283,6 +289,8 @@ class Router:
         self.max_total = lim["max_total_caches"]
         self.max_routers = lim["max_routers"]
         self.max_values = lim["max_mask_values"]
+        self.adm = Admission(self.T, lim["unverified_per_source"], lim["unverified_per_second"],
+                             lim["unverified_burst"])
         self.total = 0
         self.counters = _new_counters()
         self.drops = {}
@@ -539,18 +547,19 @@ class Router:
         self._count(g, "ra_rx")
         return self._ra(g, msg, src, now)
 
-    def _make_room(self, g):
-        """Room for one more pending cache in g, evicting the oldest pending entry if needed."""
+    def _make_room(self, g, evict):
+        """Room for one more pending cache in g. Only a sender that has echoed a Receive ID
+        (evict true) may evict, and only the oldest entry that has never echoed one."""
         pend = 0
         oldest = None
         for c in g.caches.values():
             if not c[C_BITS] & B_USABLE:
                 pend += 1
-                if oldest is None or c[C_LAST_HIA] < oldest[C_LAST_HIA]:
+                if not c[C_BITS] & B_ECHOED and (oldest is None or c[C_LAST_HIA] < oldest[C_LAST_HIA]):
                     oldest = c
         if pend < self.max_pending and self.total < self.max_total:
             return True
-        if oldest is None:
+        if not evict or oldest is None:
             return False
         del g.caches[oldest[C_ADDR]]
         self.total -= 1
@@ -596,13 +605,33 @@ class Router:
             return self._drop(g, "identity_mismatch")
         if g.allowed is not None and addr not in g.allowed:
             return self._drop(g, "cache_not_allowed")
+        seen = None
+        for r in msg["web_cache_view"]["routers"]:
+            if r["router_id"] in self.my_ids:
+                seen = r["receive_id"]
+                break
         c = g.caches.get(addr)
         if c is None:
-            if not self._make_room(g):
-                return self._drop(g, "state_full")
-            c = _new_cache(addr, now)
-            g.caches[addr] = c
-            self.total += 1
+            if seen and self.adm.cookie_ok(addr, seen, now):
+                # echoes a stateless answer: it receives at this address
+                if not self._make_room(g, True):
+                    return self._drop(g, "state_full")
+                c = self._add_cache(g, addr, now)
+                c[C_RID] = seen
+                c[C_BITS] |= B_ECHOED
+            else:
+                why = self.adm.limit(src, now)
+                if why is not None:
+                    return self._drop(g, why)
+                if not self._make_room(g, False):
+                    if g.mcast is not None and dst == g.mcast:
+                        return self._drop(g, "state_full")
+                    return [self._isy_stateless(g, msg, addr, src_port, dst, now)]
+                c = self._add_cache(g, addr, now)
+        elif not (seen and (seen == c[C_RID] or seen == c[C_RID_PREV])):
+            why = self.adm.limit(src, now)     # not echoing what we sent: maybe forged
+            if why is not None:
+                return self._drop(g, why)
         addr = c[C_ADDR]                     # the shared int object
         if src == addr and src_port == WCCP_PORT:
             c[C_REPLY] = 0
@@ -613,17 +642,16 @@ class Router:
         c[C_LAST_HIA] = now
         c[C_HIAS] += 1
         # the cache's view of us
-        seen = None
         routers = []
         for r in msg["web_cache_view"]["routers"]:
             rid = r["router_id"]
             if rid in self.my_ids:
-                if seen is None:
-                    seen = r["receive_id"]
                 rid = self.router_id
             if rid not in routers and len(routers) < self.max_routers:
                 routers.append(rid)
         valid = seen is not None and c[C_RID] != 0 and seen == c[C_RID]
+        if valid:
+            c[C_BITS] |= B_ECHOED
         if valid or not c[C_BITS] & B_USABLE:
             # identity data (weight/status opaque, re-advertised unchanged)
             w = ident.get("weight", 0)
@@ -644,14 +672,7 @@ class Router:
                 if c[C_BITS] & B_USABLE:
                     self._dirty(g)
         svc = msg["service"]
-        if g.stype == 0:
-            c[C_SERVICE] = g.std_info       # a standard service carries only its ID (reference 4.2)
-        elif g.definition is not None:
-            c[C_SERVICE] = g.definition
-        elif c[C_SERVICE] is None or _def_tuple(c[C_SERVICE]) != _def_tuple(svc):
-            c[C_SERVICE] = {"service_type": svc["service_type"], "service_id": svc["service_id"],
-                            "priority": svc["priority"], "protocol": svc["protocol"],
-                            "service_flags": svc["service_flags"], "ports": list(svc["ports"])}
+        self._set_service(g, c, svc)
         shutdown = False
         for e in msg.get("command_extension", ()):
             if e["type"] == 1:
@@ -690,6 +711,35 @@ class Router:
         if c[C_BITS] & B_MCAST:
             return []   # answered by the scheduled multicast I_SEE_YOU
         return [self._isy_unicast(g, c)]
+
+    def _add_cache(self, g, addr, now):
+        c = _new_cache(addr, now)
+        g.caches[addr] = c
+        self.total += 1
+        return c
+
+    def _set_service(self, g, c, svc):
+        if g.stype == 0:
+            c[C_SERVICE] = g.std_info       # a standard service carries only its ID (reference 4.2)
+        elif g.definition is not None:
+            c[C_SERVICE] = g.definition
+        elif c[C_SERVICE] is None or _def_tuple(c[C_SERVICE]) != _def_tuple(svc):
+            c[C_SERVICE] = {"service_type": svc["service_type"], "service_id": svc["service_id"],
+                            "priority": svc["priority"], "protocol": svc["protocol"],
+                            "service_flags": svc["service_flags"], "ports": list(svc["ports"])}
+
+    def _isy_stateless(self, g, msg, addr, src_port, dst, now):
+        """Answer a first contact while the pending table is full, keeping no state: the
+        Receive ID is the admission cookie of its address (wccp.admission)."""
+        c = _new_cache(addr, now)
+        if src_port != WCCP_PORT:
+            c[C_REPLY] = (addr, src_port)
+        c[C_SENT_TO] = self.addr_ints.get(dst, dst)
+        self._set_service(g, c, msg["service"])
+        self._count(g, "isy_stateless")
+        payload = self._isy(g, [c], c[C_SENT_TO], c[C_SERVICE], None, self._caps_adv(g, (c,)),
+                            self.adm.cookie(addr, now))
+        return self._reply(c) + (self._local_ip(c), payload)
 
     def _join(self, g, c, svc, now):
         redefined = False
@@ -838,10 +888,11 @@ class Router:
         asg = g.locked_assign or g.assign_mask
         return fwd, asg, ret
 
-    def _isy(self, g, caches, sent_to, service, shutdown_ack=None, caps=None):
+    def _isy(self, g, caches, sent_to, service, shutdown_ack=None, caps=None, rid=None):
         if caps is None:
             caps = self._caps_adv(g, caches)
-        rid = self._next_rid(g)
+        if rid is None:
+            rid = self._next_rid(g)
         for c in caches:
             c[C_RID_PREV] = c[C_RID]
             c[C_RID] = rid
