@@ -3,6 +3,9 @@
     app = App(config, dataplane, storage, watchdog=None, log=print)
     asyncio.run(app.run())
 
+* Datagrams are read with a buffer one byte longer than the largest message the router
+  accepts (``router.max_message``); a longer one is counted (``oversize``) and dropped
+  whole, never parsed cut.
 * One non-blocking UDP socket per configured address, bound to port 2048 (plus one bound
   to each service group's multicast address, joined on the first configured address). A
   reader task per socket waits for readability through the asyncio I/O queue (MicroPython)
@@ -27,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover
     import uasyncio as asyncio
 
-from wccp.router import Router
+from wccp.router import Router, max_message
 
 try:
     _IOQ = asyncio.core._io_queue           # MicroPython: wait on a socket without polling
@@ -36,7 +39,6 @@ except AttributeError:
 
 MICROPYTHON = sys.implementation.name == "micropython"
 WCCP_PORT = 2048
-MAX_DATAGRAM = 2048
 MAX_HTTP_REQUEST = 2048
 
 
@@ -124,6 +126,7 @@ class App:
         self.log = log or (lambda *a: print(*a))
         self.watchdog = watchdog or Watchdog(config.get("watchdog_ms", 0))
         self.router = Router(config, dataplane, ticks_ms(), storage=storage)
+        self.rx_max = max_message(config["limits"])   # one more byte read tells "longer"
         self.socks = {}          # local address -> socket (unicast)
         self.mcast_socks = []    # (group address, socket)
         self.stats = {"udp_rx": 0, "udp_tx": 0, "udp_tx_errors": 0, "udp_rx_errors": 0, "http_requests": 0,
@@ -201,7 +204,7 @@ class App:
         n = 0
         while n < 64:
             try:
-                data, addr = s.recvfrom(MAX_DATAGRAM)
+                data, addr = s.recvfrom(self.rx_max + 1)
             except OSError:
                 break
             except Exception:  # noqa: BLE001
@@ -209,6 +212,9 @@ class App:
                 break
             n += 1
             self.stats["udp_rx"] += 1
+            if len(data) > self.rx_max:
+                self.router.oversize(len(data))
+                continue
             try:
                 src, sport = _peer(addr)
             except Exception:  # noqa: BLE001

@@ -88,6 +88,18 @@ DP_MASK_VALUES = getattr(_dpmod, "MAX_MASK_VALUES", 128)
 DP_MASK_BITS = getattr(_dpmod, "MAX_MASK_BITS", 7)
 
 
+def max_message(limits):
+    """Largest datagram the router accepts (bytes) under these limits: receive buffers are
+    sized from it; anything longer is dropped whole (``oversize``), never parsed cut."""
+    r = limits["max_routers"]
+    fixed = 8 + 24 + 28                         # header, MD5 security, Service Info
+    ra_hash = 4 + 8 + 4 + 12 * r + 4 + 4 * MAX_CACHES + 256
+    ra_mask = 4 + 4 + 8 + 4 + 12 * r + 4 + DP_MASK_SETS * 16 + 16 * limits["max_mask_values"]
+    hia = (4 + 12 + 4 + 16 * (DP_MASK_SETS + DP_MASK_VALUES)) + (4 + 8 + 8 * r + 4 + 4 * MAX_CACHES)
+    caps = 4 + 8 * 8 + 4 + 16                   # capabilities, command extension
+    return fixed + max(ra_hash, ra_mask, hia) + caps
+
+
 def _popcount(x):
     n = 0
     while x:
@@ -501,6 +513,12 @@ class Router:
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
         return out
+
+    def oversize(self, n):
+        """A datagram longer than max_message() arrived (not parsed): count it."""
+        self.counters["rx"] += 1
+        self.last_malformed = "datagram longer than %d bytes" % (n - 1)
+        self._drop(None, "oversize")
 
     def next_deadline(self, now_ms):
         """Milliseconds until tick() has something to do (upper bound; at most T/10)."""

@@ -167,6 +167,16 @@ def test_d6_largest_accepted_assignment_is_received_whole_larger_counted():
     app.drain(s, R)
     assert r.counters["ra_accepted"] == 1, (r.drops, r.last_malformed)
     assert r.drops.get("oversize") == 1 and "malformed" not in r.drops
+    # the buffer holds the largest assignment the limits allow (MD5, 32 routers, 256 values)
+    from wccp.router import max_message
+    routers = [("10.0.0.%d" % (k + 1), 1, 1) for k in range(32)]
+    two = mask_sets(["127.0.0.2"], mask=0x7F, nvalues=128) + mask_sets(["127.0.0.2"], mask=0x7F00, nvalues=128)
+    info = {"assignment_type": 1, "assignment_key": {"address": 1, "change_number": 1},
+            "routers": [{"router_id": ip(a), "receive_id": b, "member_change_number": c} for a, b, c in routers],
+            "mask_value_sets": two}
+    worst = codec.encode({"type": 12, "version": 0x0200, "security": {"option": 1, "digest": None},
+                          "service": svc(0), "alternate_assignment": info}, None, "12345678")
+    assert len(worst) <= app.rx_max, (len(worst), app.rx_max)
 
 
 # ------------------------------------------------------------------------ defect 7
