@@ -20,6 +20,11 @@ What the driver does beyond plain register writes:
   CACHE_MAC_HI); mac/port of an entry whose address is unchanged are ignored;
 * mask sets are compiled by ``wccp.regmap.compile_mask_set`` (<= 7 mask bits per set);
 * ``commit()`` writes COMMIT and polls STATUS until COMMIT_BUSY clears;
+* transactions: when a register write fails, the part of the slot it belonged to (service,
+  cache table, assignment) is marked unknown: the next call for that part rewrites all its
+  registers, and ``commit()`` refuses (FpgaError, nothing published) while any part is
+  unknown, so a failed transaction leaves the previous tables live and never publishes a
+  mix of old and new entries;
 * watchdog: ``arm(timeout_ms)`` writes WDT_TIMEOUT (microseconds) and CONTROL.REDIRECT_EN,
   ``heartbeat()`` writes HEARTBEAT;
 * counters are 32-bit wrapping in hardware; ``counters()`` returns the model's keys (decision
@@ -77,6 +82,11 @@ def cache_addr(slot, index, off):
     return R.CACHE_BASE + R.CACHE_STRIDE * slot + 4 * index + off
 
 
+STALE_SERVICE = const(1)
+STALE_CACHES = const(2)
+STALE_ASSIGN = const(4)
+
+
 class _SlotMirror:
     def __init__(self):
         self.enabled = False
@@ -85,6 +95,7 @@ class _SlotMirror:
         self.assign = R.ASSIGN_NONE
         self.hash = None
         self.mask = None            # validated sets
+        self.stale = 0              # STALE_* parts whose shadow registers are unknown (a write failed)
 
     def ctrl(self):
         nsets = len(self.mask) if (self.assign == R.ASSIGN_MASK and self.mask) else 0
@@ -147,6 +158,9 @@ class FpgaDataPlane(DataPlane):
         self._w(R.ROUTER_ID, [router_id, hi, lo, mtu])
         self.router_id, self.mac, self.mtu = router_id, m, mtu
 
+    def _failed(self, sl, part):
+        sl.stale |= part
+
     def set_group(self, slot, service):
         sl = self.slots[check_slot(slot)]
         sv = effective_service(service)
@@ -155,41 +169,57 @@ class FpgaDataPlane(DataPlane):
                  sv["service_flags"]]
         for i in range(4):
             words.append((p[2 * i] << 16) | p[2 * i + 1])
-        self._w(group_addr(slot, R.GROUP_SERVICE), words)
         sl.service = sv
         sl.enabled = True
-        self._write_ctrl(slot)
+        try:
+            self._w(group_addr(slot, R.GROUP_SERVICE), words)
+            self._write_ctrl(slot)
+        except Exception:
+            self._failed(sl, STALE_SERVICE)
+            raise
+        sl.stale &= ~STALE_SERVICE
 
     def set_caches(self, slot, caches):
         sl = self.slots[check_slot(slot)]
         new = check_caches(caches, self.num_ports)
         old = sl.caches
-        for i in range(MAX_CACHES):
-            if i < len(new):
-                c = new[i]
-                entry = (c["address"], c["forward"], c["ret"])
-            else:
-                c = None
-                entry = (0, 0, 0)
-            prev = old[i] if i < len(old) else (0, 0, 0)
-            if entry != prev:
-                self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [entry[0], method_word(entry[1], entry[2])])
-            if c is not None and entry[0] != prev[0]:
-                self._write_location(slot, i, None, None)
-                self._pending = [q for q in self._pending if q[0] != slot or q[1] != i]
-                if c["mac"] is not None or c["port"] is not None:
-                    self._pending.append((slot, i, c["mac"], c["port"]))
+        rewrite = sl.stale & STALE_CACHES
         sl.caches = [(c["address"], c["forward"], c["ret"]) for c in new]
-        self._write_ctrl(slot)
+        try:
+            for i in range(MAX_CACHES):
+                if i < len(new):
+                    c = new[i]
+                    entry = sl.caches[i]
+                else:
+                    c = None
+                    entry = (0, 0, 0)
+                prev = old[i] if i < len(old) else (0, 0, 0)
+                if entry != prev or rewrite:
+                    self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [entry[0], method_word(entry[1], entry[2])])
+                if c is not None and entry[0] != prev[0]:
+                    self._write_location(slot, i, None, None)
+                    self._pending = [q for q in self._pending if q[0] != slot or q[1] != i]
+                    if c["mac"] is not None or c["port"] is not None:
+                        self._pending.append((slot, i, c["mac"], c["port"]))
+            self._write_ctrl(slot)
+        except Exception:
+            self._failed(sl, STALE_CACHES)
+            raise
+        sl.stale &= ~STALE_CACHES
 
     def set_hash(self, slot, buckets):
         sl = self.slots[check_slot(slot)]
         b = check_buckets(buckets)
-        self._w(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, R.pack_bytes(b))
         sl.hash = b
         sl.mask = None
         sl.assign = R.ASSIGN_HASH
-        self._write_ctrl(slot)
+        try:
+            self._w(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, R.pack_bytes(b))
+            self._write_ctrl(slot)
+        except Exception:
+            self._failed(sl, STALE_ASSIGN)
+            raise
+        sl.stale &= ~STALE_ASSIGN
 
     def set_mask(self, slot, sets):
         sl = self.slots[check_slot(slot)]
@@ -200,28 +230,43 @@ class FpgaDataPlane(DataPlane):
             w0, w1, table = R.compile_mask_set(masks, values)
             pos += [w0, w1]
             tabs += R.pack_bytes(table)
-        if sets:
-            self._w(R.MASKSET_BASE + R.MASKSET_STRIDE * slot, pos)
-            self._w(R.MASKTAB_BASE + R.MASKTAB_STRIDE * slot, tabs)
         sl.mask = sets
         sl.hash = None
         sl.assign = R.ASSIGN_MASK
-        self._write_ctrl(slot)
+        try:
+            if sets:
+                self._w(R.MASKSET_BASE + R.MASKSET_STRIDE * slot, pos)
+                self._w(R.MASKTAB_BASE + R.MASKTAB_STRIDE * slot, tabs)
+            self._write_ctrl(slot)
+        except Exception:
+            self._failed(sl, STALE_ASSIGN)
+            raise
+        sl.stale &= ~STALE_ASSIGN
 
     def clear_assignment(self, slot):
         sl = self.slots[check_slot(slot)]
         sl.assign = R.ASSIGN_NONE
         sl.hash = None
         sl.mask = None
-        self._write_ctrl(slot)
+        try:
+            self._write_ctrl(slot)
+        except Exception:
+            self._failed(sl, STALE_ASSIGN)
+            raise
+        sl.stale &= ~STALE_ASSIGN
 
     def clear_group(self, slot):
         check_slot(slot)
         sl = self.slots[slot]
-        for i in range(len(sl.caches)):
-            self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [0, 0])
-        self.slots[slot] = _SlotMirror()
-        self._write_ctrl(slot)
+        n = MAX_CACHES if sl.stale & STALE_CACHES else len(sl.caches)
+        try:
+            for i in range(n):
+                self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [0, 0])
+            self.slots[slot] = _SlotMirror()
+            self._write_ctrl(slot)
+        except Exception:
+            self._failed(self.slots[slot], STALE_SERVICE | STALE_CACHES | STALE_ASSIGN)
+            raise
 
     def set_next_hop(self, port, mac):
         self._check_port(port)
@@ -230,7 +275,14 @@ class FpgaDataPlane(DataPlane):
         self._w(R.NEXTHOP_MAC_HI + R.NEXTHOP_MAC_HI_STRIDE * port, [hi, lo])
         self.next_hop[port] = m
 
+    def stale_slots(self):
+        """Slots with a part whose shadow registers are unknown after a failed write."""
+        return [s for s in range(MAX_GROUPS) if self.slots[s].stale]
+
     def commit(self):
+        bad = self.stale_slots()
+        if bad:
+            raise FpgaError("not committed: slot(s) %s not rewritten since a failed register write" % bad)
         self._w(R.COMMIT, [1])
         for _ in range(COMMIT_POLLS):
             if not (self.t.read(R.STATUS, 1)[0] & R.STATUS_COMMIT_BUSY):

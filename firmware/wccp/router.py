@@ -295,6 +295,7 @@ class Router:
             self.addr_ints[n] = n
             self.addr_strs[n] = a
         self.rtuples = {}
+        self._dp_retry = False
         self.T = config["timers"]["here_i_am_ms"]
         lim = config["limits"]
         self.max_pending = lim["max_pending"]
@@ -366,6 +367,7 @@ class Router:
             g.counters[name] += n
 
     def _dp_error(self, g, e):
+        self._dp_retry = True       # tick() rewrites every table until a commit succeeds
         self._count(g, "dataplane_errors")
         self.last_error = "dataplane: %s: %s" % (type(e).__name__, e)
 
@@ -432,6 +434,7 @@ class Router:
             for i in range(len(defined), MAX_GROUPS):
                 self.dp.clear_group(i)
             self.dp.commit()
+            self._dp_retry = False
             self._count(None, "dataplane_commits")
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
@@ -508,6 +511,8 @@ class Router:
             except Exception as e:  # noqa: BLE001
                 self.last_error = "tick: %s: %s" % (type(e).__name__, e)
                 self._drop(g, "internal_error")
+        if self._dp_retry:
+            self._reprogram_slots()
         try:
             self.dp.heartbeat()
         except Exception as e:  # noqa: BLE001

@@ -184,11 +184,14 @@ class _FlakyTransport:
     def __init__(self, inner):
         self.inner = inner
         self.fail_at = None
+        self.times = 1
         self.failures = 0
 
     def write(self, addr, words):
         if self.fail_at is not None and addr == self.fail_at:
-            self.fail_at = None
+            self.times -= 1
+            if self.times <= 0:
+                self.fail_at = None
             self.failures += 1
             raise OSError(5, "SPI write failed")
         self.inner.write(addr, words)
@@ -225,6 +228,19 @@ def test_d7_failed_spi_write_leaves_previous_tables_live_and_driver_consistent()
     live = fm._live.slots[0]
     assert r.counters["ra_accepted"] == 2
     assert [c[0] for c in live.caches] == [ip("127.0.0.3"), ip("127.0.0.2")]
+    # the new tables and the rollback both fail: nothing is published, tick() rewrites
+    # everything until a commit succeeds
+    t.fail_at = cache_addr(0, 0, RM.CACHE_ADDRESS)
+    t.times = 2
+    _assigned(r, dp, key_cn=4, b=b)
+    assert t.failures == 3 and dp.stale_slots() == [0]
+    live = fm._live.slots[0]
+    assert [c[0] for c in live.caches] == [ip("127.0.0.3"), ip("127.0.0.2")]
+    r.tick(1)
+    assert dp.stale_slots() == [] and r.status()["groups"][0]["assignment"]["caches"] == ["127.0.0.3", "127.0.0.2"]
+    live = fm._live.slots[0]
+    assert [c[0] for c in live.caches] == [ip("127.0.0.3"), ip("127.0.0.2")]
+    assert [c[0] for c in dp.tables()["slots"][0]["caches"]] == [c[0] for c in live.caches]
 
 
 def test_d7_failed_commit_is_retried_whole():
