@@ -11,8 +11,8 @@
   reader task per socket waits for readability through the asyncio I/O queue (MicroPython)
   or polls (CPython), drains every waiting datagram into ``Router.receive`` and sends the
   replies from the socket bound to the address the router asks for.
-* A timer task calls ``Router.tick`` every T/10 (1 s by default), sends what it returns,
-  feeds the watchdog.
+* A timer task calls ``Router.tick`` every min(T/10, 1 s, watchdog_ms/3), sends what it
+  returns, feeds the board watchdog (tick() feeds the data plane's).
 * HTTP (``http.address``:``http.port``, default 127.0.0.1:8080): ``GET /status`` returns
   the router's whole state as JSON (docs/status.md), ``GET /`` a one-line hint.
 
@@ -239,7 +239,10 @@ class App:
                     pass
 
     async def timers(self):
+        wd = self.cfg.get("watchdog_ms", 0)
         period = self.router.next_deadline(ticks_ms())
+        if wd:
+            period = max(10, min(period, wd // 3))     # the board watchdog, whatever T is
         while self.running:
             try:
                 self.send(self.router.tick(ticks_ms()))

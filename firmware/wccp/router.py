@@ -35,6 +35,8 @@ Behaviour (reference §6, §12, §13; docs/status.md lists the counters):
   (or the one before, for the in-flight race) and the current member change number. An RA
   from that cache that does not list this router starts the 5T flush timer (v2-01/v2-03
   section 4.8; docs/protocol.md). Receive IDs start at a random value per group.
+* tick() feeds the data plane's fail-open watchdog; next_deadline() asks for a tick at least
+  every min(T/10, watchdog/3) = 1 s with the defaults, independently of T.
 * Timers (T = timers.here_i_am_ms, default 10 s): REMOVAL_QUERY at 2.5T of silence, removal
   at 3T (purged from the assignment at once), flush 5T after a membership change without a
   valid assignment. SHUTDOWN (command extension 1) removes the cache at once and is
@@ -86,6 +88,8 @@ MAX_GROUPS = const(8)
 DP_MASK_SETS = getattr(_dpmod, "MAX_MASK_SETS", 4)
 DP_MASK_VALUES = getattr(_dpmod, "MAX_MASK_VALUES", 128)
 DP_MASK_BITS = getattr(_dpmod, "MAX_MASK_BITS", 7)
+# the data-plane watchdog is armed with its default timeout; tick() feeds it 3 times per timeout
+HEARTBEAT_MS = getattr(_dpmod, "DEFAULT_WATCHDOG_MS", 3000) // 3
 
 
 def max_message(limits):
@@ -526,8 +530,9 @@ class Router:
         self._drop(None, "oversize")
 
     def next_deadline(self, now_ms):
-        """Milliseconds until tick() has something to do (upper bound; at most T/10)."""
-        return max(10, self.T // 10)
+        """Milliseconds until tick() must run again: at most T/10 (timers) and at most a third
+        of the data plane's fail-open watchdog timeout (tick() feeds it), whatever T is."""
+        return max(10, min(self.T // 10, HEARTBEAT_MS))
 
     # ---------------------------------------------------------------- receive path
     def _receive(self, data, src_ip, src_port, dst_ip, now):
