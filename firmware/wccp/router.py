@@ -723,9 +723,12 @@ class Router:
                     self._count(g, "removals_capability")
                     self._unuse(g, c, now)
             else:
+                moved = (c[C_BITS] & B_USABLE) and (fwd != _fwd(c) or ret != _ret(c))
                 c[C_BITS] = (c[C_BITS] & ~_CAPS_MASK) | (fwd << 3) | (ret << 5) | (asg << 7)
                 c[C_LAST_VALID] = now
                 c[C_BITS] &= ~B_QUERY
+                if moved:
+                    self._apply(g)          # the data plane forwards/accepts by the new method
                 if not c[C_BITS] & B_USABLE:
                     if len(g.order) >= g.max_caches:
                         self._count(g, "group_full")
