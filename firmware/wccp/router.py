@@ -11,7 +11,9 @@ Addresses at this interface are dotted strings; inside they are ints (codec conv
 ``wccp.dataplane.DataPlane``; every accepted assignment reaches it as one transaction
 (set_caches + set_hash/set_mask/clear_assignment, then one commit). ``storage``
 (``wccp.storage``) persists the boot counter that seeds the member change numbers, so a
-rebooted router never repeats a change number caches have already seen.
+rebooted router never repeats a change number caches have already seen; when it cannot be
+read or written the change numbers start at a random value instead and /status says so
+(boot_persisted false, storage_error).
 
 Behaviour (reference §6, §12, §13; docs/status.md lists the counters):
 * Service groups from config; the standard web-cache service (0) is programmed as TCP dst
@@ -227,7 +229,10 @@ class Group:
         else:
             self.definition = None
         self.slot = -1
-        seed = ((router.boot & 0xFFFF) << 16)
+        if router.boot_persisted:
+            seed = ((router.boot & 0xFFFF) << 16)
+        else:
+            seed = router._random32() & 0xFFFF0000   # the boot counter may repeat: random
         self.rid = router._random32()   # not guessable from the boot counter
         self.mcn = seed | 1
         self.key_addr = 0
@@ -283,7 +288,7 @@ class Router:
         self.cfg = config
         self.dp = dataplane
         self.storage = storage if storage is not None else MemStorage()
-        self.boot = next_boot(self.storage)
+        self.boot, self.boot_persisted = next_boot(self.storage)
         self.started = now_ms
         self.now = now_ms
         self.router_id = codec.ip2int(config["router_id"])
@@ -1234,6 +1239,8 @@ class Router:
         except Exception as e:  # noqa: BLE001
             dpc = {"error": "%s: %s" % (type(e).__name__, e)}
         return {"router_id": self.router_ip, "addresses": list(self.addresses), "boot": self.boot,
+                "boot_persisted": bool(self.boot_persisted),
+                "storage_error": getattr(self.storage, "error", None),
                 "uptime_ms": now - self.started, "here_i_am_ms": self.T, "version": "2.00",
                 "total_caches": self.total,
                 "counters": dict(self.counters), "drops": dict(self.drops),

@@ -842,7 +842,10 @@ def test_file_storage_persists_boot_counter():
     with open(d + "/" + FileStorage.NAME, "w") as f:
         f.write("garbage{")
     r3, _ = make(storage=FileStorage(d))
-    assert r3.boot == 1
+    assert r3.boot_persisted is False and "previous state lost" in r3.status()["storage_error"]
+    assert group(r3).mcn not in (group(r1).mcn, group(r2).mcn)
+    r4, _ = make(storage=FileStorage(d))                 # the file was rewritten: counting again
+    assert r4.boot_persisted is True and r4.boot == r3.boot + 1
     os.remove(d + "/" + FileStorage.NAME)
     os.rmdir(d)
 
