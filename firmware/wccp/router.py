@@ -430,6 +430,8 @@ class Router:
         # is not stable)
         defined.sort(key=lambda e: (e[0], e[1]))
         defined = [e[2] for e in defined]
+        # learnt cache locations are kept per (slot, index): carry them to a group's new slot
+        locs = self._locations(defined)
         for g in self.groups:
             g.slot = -1
         try:
@@ -442,11 +444,44 @@ class Router:
                 self._program_tables(g)
             for i in range(len(defined), MAX_GROUPS):
                 self.dp.clear_group(i)
+            for g, old, found in locs:
+                if g.slot != old:
+                    for i, loc in found:
+                        self.dp.set_cache_location(g.slot, i, loc[0], loc[1])
             self.dp.commit()
             self._dp_retry = False
             self._count(None, "dataplane_commits")
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
+
+    def _locations(self, groups):
+        """[(group, its current slot, [(index, (mac, port)), ...])] for groups with a slot."""
+        get = getattr(self.dp, "cache_location", None)
+        out = []
+        if get is None:
+            return out
+        for g in groups:
+            if g.slot < 0:
+                continue
+            found = []
+            try:
+                for i in range(len(self._table_addrs(g))):
+                    loc = get(g.slot, i)
+                    if loc is not None:
+                        found.append((i, loc))
+            except Exception as e:  # noqa: BLE001 - relearnt from the caches' frames
+                self._dp_error(g, e)
+            out.append((g, g.slot, found))
+        return out
+
+    def _table_addrs(self, g):
+        """The group's cache table: the assignment's caches, then the other usable ones."""
+        a = g.assignment
+        addrs = list(a["caches"]) if a is not None else []
+        for addr in g.order:  # usable caches outside the assignment: known, never redirected-from
+            if addr not in addrs and len(addrs) < MAX_CACHES:
+                addrs.append(addr)
+        return addrs
 
     def _dp_cache(self, g, addr):
         c = g.caches.get(addr)
@@ -459,10 +494,7 @@ class Router:
     def _program_tables(self, g):
         """set_caches + assignment for g's slot (no commit)."""
         a = g.assignment
-        addrs = list(a["caches"]) if a is not None else []
-        for addr in g.order:  # usable caches outside the assignment: known, never redirected-from
-            if addr not in addrs and len(addrs) < MAX_CACHES:
-                addrs.append(addr)
+        addrs = self._table_addrs(g)
         self.dp.set_caches(g.slot, [self._dp_cache(g, x) for x in addrs])
         if a is None:
             self.dp.clear_assignment(g.slot)
