@@ -7,6 +7,8 @@ Runs on MicroPython and CPython.
 """
 import json
 
+from wccp.admission import parse_prefix
+
 MAX_GROUPS = 8          # data-plane slots (wccp.dataplane.MAX_GROUPS)
 MAX_CACHES = 32         # WCCPv2 cache index space (0..31)
 
@@ -96,9 +98,73 @@ def _methods(svc, key, field, choices, default):
 
 
 _TOP_KEYS = ("router_id", "addresses", "mac", "mtu", "http", "services", "timers", "limits",
-             "watchdog_ms", "comment")
+             "watchdog_ms", "cache_subnets", "comment")
 _SVC_KEYS = ("id", "type", "password", "multicast", "forwarding", "assignment", "return",
-             "max_caches", "l2_adjacent", "caches", "comment")
+             "max_caches", "l2_adjacent", "caches", "redirect_list", "service_list", "closed", "comment")
+MAX_REDIRECT_ENTRIES = 8     # wccp.policy / wccp.dataplane: entries per group in the data plane
+
+
+def _prefixes(v, field, what):
+    """A list of "a.b.c.d" / "a.b.c.d/n" strings, or None."""
+    if v is None:
+        return None
+    if not isinstance(v, list):
+        raise ConfigError(field, "must be a list of %s (or absent)" % what)
+    for j, c in enumerate(v):
+        _prefix(c, "%s[%d]" % (field, j))
+    return list(v)
+
+
+def _prefix(text, field):
+    try:
+        parse_prefix(text)
+    except ValueError as e:
+        raise ConfigError(field, "must be an IPv4 address or prefix a.b.c.d/n: %s" % e)
+    return text
+
+
+def _redirect_list(v, f):
+    if v is None:
+        return None
+    if not isinstance(v, list):
+        raise ConfigError(f, "must be a list of {action, src, dst} entries")
+    if len(v) > MAX_REDIRECT_ENTRIES:
+        raise ConfigError(f, "%d entries, the data plane holds %d per group" % (len(v), MAX_REDIRECT_ENTRIES))
+    out = []
+    for j, e in enumerate(v):
+        ff = "%s[%d]" % (f, j)
+        if not isinstance(e, dict):
+            raise ConfigError(ff, "must be an object {action, src, dst}")
+        _check_keys(e, ("action", "src", "dst", "comment"), ff)
+        if e.get("action") not in ("permit", "deny"):
+            raise ConfigError(ff + ".action", "must be \"permit\" or \"deny\"")
+        out.append({"action": e["action"], "src": _prefix(e.get("src", "0.0.0.0/0"), ff + ".src"),
+                    "dst": _prefix(e.get("dst", "0.0.0.0/0"), ff + ".dst")})
+    return out
+
+
+def _service_list(v, f, stype):
+    if v is None:
+        return None
+    if stype != "dynamic":
+        raise ConfigError(f, "only dynamic services are defined by caches")
+    if not isinstance(v, dict):
+        raise ConfigError(f, "must be an object {protocols, ports, max_priority}")
+    _check_keys(v, ("protocols", "ports", "max_priority", "comment"), f)
+    out = {}
+    for key, hi in (("protocols", 255), ("ports", 65535)):
+        x = v.get(key)
+        if x is None:
+            continue
+        if not isinstance(x, list) or not x:
+            raise ConfigError(f + "." + key, "must be a non-empty list of integers 0..%d" % hi)
+        for j, n in enumerate(x):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > hi:
+                raise ConfigError("%s.%s[%d]" % (f, key, j), "must be an integer 0..%d" % hi)
+        out[key] = list(x)
+    if "max_priority" in v:
+        out["max_priority"] = _int(v, "max_priority", f + ".max_priority", 255, 0, 255)
+    return out
 
 
 def _service(svc, i, limits):
@@ -155,13 +221,13 @@ def _service(svc, i, limits):
     if l2out and "l2" not in out["forwarding"] and "l2" not in out["return"]:
         raise ConfigError(f + ".l2_adjacent", "lists caches but neither forwarding nor return allows \"l2\"")
     out["l2_adjacent"] = l2out
-    caches = svc.get("caches", None)
-    if caches is not None:
-        if not isinstance(caches, list):
-            raise ConfigError(f + ".caches", "must be a list of cache addresses (or absent: any cache)")
-        for j, c in enumerate(caches):
-            parse_ip(c, "%s.caches[%d]" % (f, j))
-    out["caches"] = caches
+    out["caches"] = _prefixes(svc.get("caches", None), f + ".caches", "cache addresses or prefixes")
+    out["redirect_list"] = _redirect_list(svc.get("redirect_list"), f + ".redirect_list")
+    out["service_list"] = _service_list(svc.get("service_list"), f + ".service_list", stype)
+    closed = svc.get("closed", False)
+    if not isinstance(closed, bool):
+        raise ConfigError(f + ".closed", "must be true or false")
+    out["closed"] = closed
     return out
 
 
@@ -227,6 +293,7 @@ def load(source=None):
     lim["unverified_burst"] = _int(limits, "unverified_burst", "limits.unverified_burst", 40, 1, 10000)
     cfg["limits"] = lim
     cfg["watchdog_ms"] = _int(source, "watchdog_ms", "watchdog_ms", 0, 0, 3600000)
+    cfg["cache_subnets"] = _prefixes(source.get("cache_subnets"), "cache_subnets", "IPv4 prefixes")
     svcs = source.get("services", None)
     if not isinstance(svcs, list) or not svcs:
         raise ConfigError("services", "must be a non-empty list of service groups")

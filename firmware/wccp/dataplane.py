@@ -32,6 +32,13 @@ Model of the tables (mirrors the FPGA's):
 * mask/value sets: list of dicts ``{"masks": (src_addr, dst_addr, src_port, dst_port),
   "values": [(src_addr, dst_addr, src_port, dst_port, cache_index), ...]}``; at most
   ``MAX_MASK_SETS`` sets, ``MAX_MASK_VALUES`` values and ``MAX_MASK_BITS`` mask bits per set.
+* per slot policy (``set_policy``): ``closed`` (a frame the slot matches that no cache is
+  assigned for — no assignment, an unassigned bucket or value — is dropped, reason
+  ``closed``, instead of forwarded) and a redirect-list of at most ``MAX_ACL_ENTRIES``
+  entries ``(permit, src_net, src_mask, dst_net, dst_mask)``: evaluated in order when the
+  slot's service matches, the first entry whose prefixes contain the frame's source and
+  destination decides; deny or no match = the slot does not take the frame (the next slots
+  are tried). An empty list permits everything. Programmed with the slot (shadow, commit).
 
 Every write goes to a shadow copy; ``commit()`` makes all writes since the last commit
 live at once, between two frames. ``heartbeat()`` re-arms the fail-open watchdog.
@@ -58,6 +65,7 @@ NUM_PORTS = const(2)            # default number of Ethernet ports; port p pairs
 MAX_MASK_SETS = const(4)        # mask/value sets per group
 MAX_MASK_VALUES = const(128)    # value elements per set
 MAX_MASK_BITS = const(7)        # mask bits per set (the FPGA compiles a set into a 2**7 table)
+MAX_ACL_ENTRIES = const(8)      # redirect-list entries per group
 MIN_FRAME = const(64)           # incl. FCS
 MAX_FRAME = const(1522)         # incl. FCS, with or without an 802.1Q tag
 MIN_MTU = const(68)
@@ -158,6 +166,26 @@ def check_buckets(buckets):
     return b
 
 
+def check_policy(closed, redirect_list):
+    """Validate a slot policy; return (closed, [(permit, sn, sm, dn, dm), ...])."""
+    if not isinstance(closed, bool):
+        raise ValueError("closed must be a bool")
+    acl = list(redirect_list or ())
+    if len(acl) > MAX_ACL_ENTRIES:
+        raise ValueError("at most %d redirect-list entries per group" % MAX_ACL_ENTRIES)
+    out = []
+    for e in acl:
+        e = tuple(e)
+        if len(e) != 5 or not isinstance(e[0], bool):
+            raise ValueError("redirect-list entry must be (permit, src_net, src_mask, dst_net, dst_mask)")
+        for i in range(1, 5):
+            _check_int("redirect-list word", e[i], 0, 0xFFFFFFFF)
+        if e[1] & ~e[2] or e[3] & ~e[4]:
+            raise ValueError("redirect-list prefix has bits outside its mask")
+        out.append(e)
+    return bool(closed), out
+
+
 def _popcount(x):
     n = 0
     while x:
@@ -227,6 +255,10 @@ class DataPlane:
 
     def clear_group(self, slot):
         """Disable the slot entirely."""
+        raise NotImplementedError
+
+    def set_policy(self, slot, closed=False, redirect_list=()):
+        """Slot policy (shadow): closed service, redirect-list (see the module text)."""
         raise NotImplementedError
 
     def set_next_hop(self, port, mac):

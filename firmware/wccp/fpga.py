@@ -39,7 +39,7 @@ except ImportError:  # CPython
 from wccp import regmap as R
 from wccp.dataplane import (
     DEFAULT_WATCHDOG_MS, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS, DataPlane,
-    check_buckets, check_caches, check_mac, check_mask, check_slot, effective_service,
+    check_buckets, check_caches, check_mac, check_mask, check_policy, check_slot, effective_service,
 )
 
 COMMIT_POLLS = const(100000)
@@ -267,6 +267,14 @@ class FpgaDataPlane(DataPlane):
         except Exception:
             self._failed(self.slots[slot], STALE_SERVICE | STALE_CACHES | STALE_ASSIGN)
             raise
+
+    def set_policy(self, slot, closed=False, redirect_list=()):
+        check_slot(slot)
+        closed, acl = check_policy(closed, redirect_list)
+        if closed or acl:
+            # the register map has no closed-service flag or redirect-list yet (docs/regmap.md)
+            raise FpgaError("register map %d.%d cannot hold a closed service or a redirect-list"
+                            % (R.REGMAP_VERSION >> 8, R.REGMAP_VERSION & 0xFF))
 
     def set_next_hop(self, port, mac):
         self._check_port(port)

@@ -142,7 +142,7 @@ from wccp.dataplane import (
     MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2,
     SERVICE_DYNAMIC, SF_DST_IP_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE,
     SF_SRC_IP_HASH, SF_SRC_PORT_HASH, DataPlane, check_buckets, check_caches,
-    check_mac, check_mask, check_slot, effective_service,
+    check_mac, check_mask, check_policy, check_slot, effective_service,
 )
 
 ETH_VLAN = const(0x8100)
@@ -263,6 +263,13 @@ else:
 _UNKNOWN = (None, None)
 
 
+def _acl_permits(acl, src, dst):
+    for permit, sn, sm, dn, dm in acl:
+        if src & sm == sn and dst & dm == dn:
+            return permit
+    return False
+
+
 class _Slot:
     def __init__(self):
         self.enabled = False
@@ -270,9 +277,13 @@ class _Slot:
         self.caches = []        # list of (address, forward, ret)
         self.hash = None        # 256 bytes or None
         self.mask = None        # [((ms, md, mps, mpd), [(s, d, sp, dp, idx), ...]), ...] or None
+        self.closed = False     # policy (set_policy): drop instead of forward when unassigned
+        self.acl = ()           # redirect-list [(permit, sn, sm, dn, dm)]
 
     def copy(self):
         s = _Slot()
+        s.closed = self.closed
+        s.acl = self.acl
         s.enabled = self.enabled
         s.service = self.service
         s.caches = self.caches
@@ -406,6 +417,10 @@ class ForwardingModel(DataPlane):
     def set_next_hop(self, port, mac):
         self._check_port(port)
         self._shadow.next_hop[port] = check_mac(mac)
+
+    def set_policy(self, slot, closed=False, redirect_list=()):
+        sl = self._shadow.slots[check_slot(slot)]
+        sl.closed, sl.acl = check_policy(closed, redirect_list)
 
     def set_cache_location(self, slot, index, mac, port):
         """Queue an explicit location (mac and/or port; None = unknown) for the next commit."""
@@ -571,6 +586,9 @@ class ForwardingModel(DataPlane):
         if not valid:
             return Decision("forward", "not_redirectable" if enabled else "disabled", out)
         d = self._decide_ip(port, frame, learn and not trunc, enabled, out, l3, l4, tl, proto)
+        if d.reason == "unassigned" and self._live.slots[d.slot].closed:
+            d.action = "drop"                   # closed service: no cache for it
+            d.reason = "closed"
         if trunc:
             if d.action == "forward":
                 return Decision("forward", "not_redirectable" if enabled else "disabled", out)
@@ -623,6 +641,8 @@ class ForwardingModel(DataPlane):
                 pp = sport if (fl & SF_PORTS_SOURCE) else dport
                 if pp == 0 or pp not in sv["ports"]:
                     continue
+            if sl.acl and not _acl_permits(sl.acl, src, dst):
+                continue                    # redirect-list: not this service's traffic
             slot = s
             break
         if slot is None:
@@ -702,6 +722,8 @@ class ForwardingModel(DataPlane):
         reason = d.reason
         act = d.action
         if act == "drop":
+            if reason == "closed":
+                reason = "unassigned"       # a closed service's unassigned frame (no own counter yet)
             if isinstance(c[reason], list):
                 c[reason][port] += 1        # rx_runt, rx_bad_fcs, rx_oversize
             else:

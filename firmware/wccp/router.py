@@ -62,7 +62,8 @@ import struct
 
 from wccp import codec
 from wccp import dataplane as _dpmod
-from wccp.admission import Admission
+from wccp.admission import Admission, Prefixes
+from wccp import policy as _policy
 from wccp.storage import MemStorage, next_boot
 
 _pack_into = struct.pack_into
@@ -121,7 +122,8 @@ WEB_CACHE_DEFINITION = {"service_type": 0, "service_id": 0, "priority": 240, "pr
 # Counter names (docs/status.md). Drops: the datagram was discarded. Events: it was answered
 # or processed but something was refused.
 DROP_REASONS = ("malformed", "bad_address", "own_packet", "address_table", "unexpected_type", "unconfigured_service",
-                "security_mismatch", "md5_failure", "service_conflict", "cache_not_allowed", "identity_mismatch",
+                "security_mismatch", "md5_failure", "service_conflict", "service_not_permitted", "cache_not_allowed",
+                "identity_mismatch",
                 "bad_cache_address", "state_full", "ra_unknown_cache", "ra_stale_receive_id",
                 "ra_stale_change_number", "ra_not_listed", "ra_wrong_sender", "ra_method_mismatch", "ra_too_large",
                 "ra_unsupported", "ra_bad_caches", "ra_mask_too_wide", "ra_dataplane_refused", "internal_error",
@@ -218,9 +220,13 @@ class Group:
         for e in scfg["l2_adjacent"]:
             mac = e.get("mac")
             self.l2[codec.ip2int(e["address"])] = _mac_bytes(mac) if mac else None
-        self.allowed = None
-        if scfg.get("caches") is not None:
-            self.allowed = set(codec.ip2int(a) for a in scfg["caches"])
+        allowed = scfg.get("caches")
+        if allowed is None:
+            allowed = router.cfg.get("cache_subnets")
+        self.allowed = Prefixes(allowed) if allowed is not None else None
+        self.closed = scfg.get("closed", False)
+        self.acl = _policy.acl(scfg.get("redirect_list"))
+        self.service_list = scfg.get("service_list")
         self.max_caches = scfg["max_caches"]
         self.std_info = {"service_type": 0, "service_id": self.sid, "priority": 0, "protocol": 0,
                          "service_flags": 0, "ports": [0, 0, 0, 0, 0, 0, 0, 0]}
@@ -335,6 +341,14 @@ class Router:
             self.by_key[g.key()] = g
             if g.mcast is not None:
                 g.next_mc = now_ms + self._jitter()
+        # when every group has a group-list, senders outside all of them are dropped unparsed
+        self.senders = None
+        if all(g.allowed is not None for g in self.groups):
+            nets = []
+            for g in self.groups:
+                nets += g.allowed.nets
+            self.senders = Prefixes(())
+            self.senders.nets = nets
         try:
             self.dp.configure(self.router_id, _mac_bytes(config["mac"]), min(config["mtu"], 1500))
         except Exception as e:  # noqa: BLE001
@@ -496,6 +510,11 @@ class Router:
         a = g.assignment
         addrs = self._table_addrs(g)
         self.dp.set_caches(g.slot, [self._dp_cache(g, x) for x in addrs])
+        sp = getattr(self.dp, "set_policy", None)
+        if sp is not None:
+            sp(g.slot, g.closed, g.acl)
+        elif g.closed or g.acl:
+            raise ValueError("this data plane cannot enforce closed services or redirect-lists")
         if a is None:
             self.dp.clear_assignment(g.slot)
         elif a["type"] == "hash":
@@ -581,6 +600,8 @@ class Router:
             src = codec.ip2int(src_ip)
         except (codec.WccpError, TypeError, AttributeError):
             return self._drop(None, "bad_address")
+        if self.senders is not None and not self.senders.match(src):
+            return self._drop(None, "cache_not_allowed")
         try:
             msg = codec.decode(data)
         except codec.WccpError as e:
@@ -606,6 +627,11 @@ class Router:
             return self._drop(g, "security_mismatch")
         if g.stype == 1 and g.definition is not None and _def_tuple(svc) != _def_tuple(g.definition):
             return self._drop(g, "service_conflict")
+        if t == HERE_I_AM and g.stype == 1 and g.definition is None and g.service_list is not None:
+            why = _policy.definition_permitted(g.service_list, svc)
+            if why is not None:
+                self.last_error = "service %d: %s" % (g.sid, why)
+                return self._drop(g, "service_not_permitted")
         if t == HERE_I_AM:
             self._count(g, "hia_rx")
             return self._hia(g, msg, src, src_port, dst, now)
@@ -668,7 +694,7 @@ class Router:
             # a cache speaks from its own address (the one GRE/L2 redirection goes to):
             # anything else claims another host's identity
             return self._drop(g, "identity_mismatch")
-        if g.allowed is not None and addr not in g.allowed:
+        if g.allowed is not None and not g.allowed.match(addr):
             return self._drop(g, "cache_not_allowed")
         seen = None
         for r in msg["web_cache_view"]["routers"]:
@@ -863,11 +889,11 @@ class Router:
         g.assignment = None
         g.key_addr = g.key_cn = 0
         g.change_ms = None
-        if g.stype == 1:
+        if g.stype == 1 and not g.closed:
             g.definition = None
             self._reprogram_slots()
         else:
-            self._apply(g)
+            self._apply(g)      # a closed service keeps its definition: its traffic stays dropped
 
     def _purge(self, g, addr):
         """Take addr out of the current assignment (its buckets/values become unassigned)."""
@@ -1256,6 +1282,8 @@ class Router:
                     "priority": d["priority"], "protocol": d["protocol"], "service_flags": d["service_flags"],
                     "ports": [p for p in d["ports"] if p]},
                 "md5": bool(g.password), "multicast": g.mcast_ip, "receive_id": g.rid,
+                "policy": {"caches": g.cfg.get("caches") or self.cfg.get("cache_subnets"), "closed": g.closed,
+                           "redirect_list": g.cfg.get("redirect_list"), "service_list": g.service_list},
                 "member_change_number": g.mcn,
                 "assignment_key": {"address": ip(g.key_addr), "change_number": g.key_cn},
                 "capabilities": {"forwarding": [METHOD_NAMES[b] for b in (1, 2) if g.fwd_mask & b],

@@ -21,7 +21,8 @@ def _assigned(r, dp, key="127.0.0.2", src=None, key_cn=1, caches=CS, b=None):
 
 # ------------------------------------------------------------------------ defect 1
 def test_d1_identity_claimed_from_another_address_is_dropped():
-    r, dp = make([{"id": 0, "caches": ["127.0.0.2"]}])
+    # 127.0.0.66 is an allowed cache itself, but claims 127.0.0.2's identity
+    r, dp = make([{"id": 0, "caches": ["127.0.0.2", "127.0.0.66"]}])
     out = r.receive(hia("127.0.0.2", 0), "127.0.0.66", 2048, R, 0)
     assert out == []
     assert r.drops.get("identity_mismatch") == 1

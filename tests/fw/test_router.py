@@ -892,8 +892,8 @@ def test_total_state_bounded_across_groups():
 
 def test_malformed_and_unauthorised_dropped_by_reason_never_raise():
     r, dp = make([{"id": 0, "caches": ["127.0.0.2"]}])
-    assert r.receive(b"", "127.0.0.5", 2048, R, 0) == []
-    assert r.receive(b"\x00\x00\x00\x0a\x02\x00\xff\xff", "127.0.0.5", 2048, R, 0) == []
+    assert r.receive(b"", "127.0.0.2", 2048, R, 0) == []
+    assert r.receive(b"\x00\x00\x00\x0a\x02\x00\xff\xff", "127.0.0.2", 2048, R, 0) == []
     assert r.drops["malformed"] == 2 and r.last_malformed
     assert r.receive(hia("127.0.0.5", 0), "127.0.0.5", 2048, R, 0) == []
     assert r.drops["cache_not_allowed"] == 1
