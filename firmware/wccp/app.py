@@ -262,6 +262,14 @@ class App:
                      "http": "%s:%d" % (self.cfg["http"]["address"], self.cfg["http"]["port"]),
                      "uptime_ms": ticks_ms() - self.started}
         st["app"].update(self.stats)
+        st["app"]["rx_max"] = self.rx_max
+        try:
+            import gc
+            gc.collect()
+            st["app"]["heap_free"] = gc.mem_free()      # MicroPython: live heap after a collection
+            st["app"]["heap_used"] = gc.mem_alloc()
+        except (ImportError, AttributeError):
+            pass
         return st
 
     def _status_json(self):
