@@ -113,7 +113,7 @@ def test_spoofed_identity_forged_and_replayed_assignments_bad_datagrams(tmp_path
                 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
                 s.bind((thief, 2048))
                 # identity theft, with the victim's current Receive ID
-                for k in range(20):
+                for _k in range(20):
                     s.sendto(tr.hia(victim, rid, router=rtr), (rtr, 2048))
                 _no_answer(s, "a HERE_I_AM claiming %s" % victim)
                 # forged assignments: everything to the thief, and "not listed"

@@ -2,7 +2,7 @@
 redirect-lists — config, router and the reference data plane (CPython and MicroPython)."""
 from fwtest import raises
 from test_fwdmodel import model, http, eth, ip as fip, SERVER_IP
-from test_router import R, DYN, make, svc, hia, isy_of, join, group, cache_state, _last_rid, ra_hash, ip
+from test_router import R, DYN, make, svc, hia, join, group, cache_state, _last_rid, ra_hash
 from wccp import config
 from wccp.dataplane import check_policy
 
