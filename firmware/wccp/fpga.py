@@ -272,8 +272,9 @@ class FpgaDataPlane(DataPlane):
         check_slot(slot)
         closed, acl = check_policy(closed, redirect_list)
         if closed or acl:
-            # the register map has no closed-service flag or redirect-list yet (docs/regmap.md)
-            raise FpgaError("register map %d.%d cannot hold a closed service or a redirect-list"
+            # the register map has no closed-service flag or redirect-list yet (docs/regmap.md):
+            # a table this data plane refuses, like any other out-of-range table
+            raise ValueError("register map %d.%d cannot hold a closed service or a redirect-list"
                             % (R.REGMAP_VERSION >> 8, R.REGMAP_VERSION & 0xFF))
 
     def set_next_hop(self, port, mac):

@@ -390,7 +390,8 @@ class Router:
             g.counters[name] += n
 
     def _dp_error(self, g, e):
-        self._dp_retry = True       # tick() rewrites every table until a commit succeeds
+        if not isinstance(e, ValueError):
+            self._dp_retry = True   # I/O trouble: tick() rewrites every table until a commit succeeds
         self._count(g, "dataplane_errors")
         self.last_error = "dataplane: %s: %s" % (type(e).__name__, e)
 
@@ -455,7 +456,13 @@ class Router:
                 self.dp.set_group(i, {"service_type": d["service_type"], "service_id": d["service_id"],
                                       "priority": d["priority"], "protocol": d["protocol"],
                                       "service_flags": d["service_flags"], "ports": list(d["ports"])})
-                self._program_tables(g)
+                try:
+                    self._program_tables(g)
+                except ValueError as e:
+                    # the data plane refuses this group's tables (e.g. a policy it cannot hold):
+                    # it is not redirected, the other groups are
+                    self._dp_error(g, e)
+                    self.dp.clear_assignment(i)
             for i in range(len(defined), MAX_GROUPS):
                 self.dp.clear_group(i)
             for g, old, found in locs:

@@ -120,17 +120,27 @@ def test_router_programs_policies_and_keeps_a_closed_dynamic_definition():
 
 
 def test_fpga_register_map_cannot_hold_policies_router_says_so():
-    from wccp.fpga import FpgaDataPlane, FpgaError
+    from wccp.fpga import FpgaDataPlane
     from wccp.fwdmodel import ForwardingModel, ModelRegisterFile
     from wccp.transport import LoopbackTransport
     fm = ForwardingModel()
     dp = FpgaDataPlane(LoopbackTransport(ModelRegisterFile(fm)))
     dp.set_policy(0, False, ())                                       # nothing to hold: fine
-    raises(FpgaError, dp.set_policy, 0, True, ())
-    r, _ = make([{"id": 0, "closed": True}], dp=dp)
-    assert r.counters["dataplane_errors"] >= 1 and "closed service" in r.last_error
+    raises(ValueError, dp.set_policy, 0, True, ())
+    r, _ = make([{"id": 0, "closed": True}, {"id": 91}], dp=dp)
+    assert r.counters["dataplane_errors"] == 1 and "closed service" in r.last_error
     join(r, "127.0.0.2")
     mcn = group(r).mcn
     r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2"]), "127.0.0.2", 2048, R, 0)
     assert r.drops["ra_dataplane_refused"] == 1                     # never redirected without the policy
     assert fm._live.slots[0].hash is None
+    # the other group is programmed and redirected as usual; no retry storm
+    join(r, "127.0.0.4", service=svc(91, **DYN))
+    g = group(r, 91)
+    r.receive(ra_hash("127.0.0.4", [(R, _last_rid(r, "127.0.0.4", 91), g.mcn)], ["127.0.0.4"], service=svc(91, **DYN)),
+              "127.0.0.4", 2048, R, 0)
+    assert g.counters["ra_accepted"] == 1 and fm._live.slots[g.slot].hash is not None
+    errors = r.counters["dataplane_errors"]
+    r.tick(1000)
+    r.tick(2000)
+    assert r.counters["dataplane_errors"] == errors
