@@ -64,7 +64,9 @@ def _cfg(ngroups, ncaches):
     from wccp import config
     svcs = [{"id": 0}] + [{"id": 60 + i, "type": "dynamic"} for i in range(ngroups - 1)]
     return config.load({"router_id": "192.168.0.1", "addresses": ["192.168.0.1"], "services": svcs,
-                        "limits": {"max_total_caches": 512}})
+                        "limits": {"max_total_caches": 512,
+                                   # 256 first contacts at one instant: above the admission bucket
+                                   "unverified_per_second": 1000, "unverified_burst": 10000}})
 
 
 def _hia(codec, cache, rid, sid, router=0xC0A80001):
