@@ -153,7 +153,7 @@ async def test_packet_out_under_load(dut):
     tb, rig = await setup(dut)
     m = rig.model
     rng = random.Random(int(os.environ.get("WCCP_SEED", "5")))
-    for k in range(4):
+    for _round in range(4):
         for i in range(12):
             f = bytearray(http(0xC0A80100 + i, 0xCB007000 + i, 30000 + i)[:-4])
             f[36:38] = (443).to_bytes(2, "big")         # not the group's port: forwarded
