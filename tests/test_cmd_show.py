@@ -75,6 +75,14 @@ def test_show_renders_real_status(tmp_path):
         assert [ln for ln in detail.splitlines() if ln.strip().startswith("f0:")][0].endswith("  --")
         assert "unassigned         1 buckets" in detail
         assert "priority 240 protocol 6 flags 0x0012 ports 80" in detail
+        # nothing answers the appliance's ARP probes here: the caches have no location, and
+        # show says so (summary, detail) with the discovery's own counters
+        assert "Clients without location:         %s, %s (their traffic goes to the origin)" % (C1, C2) in text
+        assert "Location:                 UNKNOWN (not found yet" in detail
+        assert st["discovery"]["enabled"] and st["discovery"]["counters"]["probes"] >= 2
+        assert sorted(st["discovery"]["unanswered"]) == [C1, C2]
+        assert "Cache discovery (ARP probes):     on: %d probes, 0 replies" % st["discovery"]["counters"]["probes"] in text
+        assert "Probed, no answer yet:" in text
         d91 = cmd_show.render(st, service=91)
         assert "NOT Usable (first contact)" in d91 and "Security:                         MD5" in d91
         assert "(undefined: set by the first cache)" in d91
@@ -96,12 +104,34 @@ def test_show_renders_real_status(tmp_path):
 
 def test_show_dataplane_decision_counters():
     st = {"router_id": RTR, "drops": {}, "groups": [],
-          "dataplane": {"not_redirectable": 7, "gre_return_bad": 2, "truncated": 3, "unassigned": 1}}
+          "dataplane": {"not_redirectable": 7, "gre_return_bad": 2, "truncated": 3, "unassigned": 1,
+                         "cache_unknown": 4}}
     text = cmd_show.render(st)
     assert "Packets not redirectable:         7" in text
+    assert "Packets to origin, no location:   4" in text
     assert "Data-plane packets dropped:       5" in text
     assert "          gre_return_bad:                     2" in text
     assert "          truncated:                          3" in text
     # a data plane that raised (or none): no data-plane lines
     for dp in ({"error": "OSError: spi"}, None):
         assert "Data-plane packets dropped" not in cmd_show.render({"router_id": RTR, "dataplane": dp})
+
+
+def test_show_caches_without_location():
+    g = {"service_type": "standard", "service_id": 0, "slot": 0, "usable": 2, "routers": [], "to_origin": 7,
+         "assignment": {"type": "hash", "caches": [C1, C2], "buckets": [0] * 128 + [1] * 128},
+         "caches": [{"address": C1, "state": "usable", "location": None, "to_origin": 7, "assigned": 128},
+                    {"address": C2, "state": "usable", "assigned": 128, "to_origin": 0,
+                     "location": {"mac": "02:00:00:00:00:c2", "port": 1, "source": "probe"}}]}
+    st = {"router_id": RTR, "drops": {}, "groups": [g], "dataplane": {"not_redirectable": 0, "cache_unknown": 7},
+          "discovery": {"enabled": True, "counters": {"probes": 9, "replies": 1, "learnt": 1, "moved": 0},
+                        "unanswered": [C1]}}
+    text = cmd_show.render(st)
+    assert text.count("Packets to origin, no location:   7") == 2       # the data plane's, the group's
+    assert "Clients without location:         %s (their traffic goes to the origin)" % C1 in text
+    assert "Cache discovery (ARP probes):     on: 9 probes, 1 replies, 1 found, 0 moved" in text
+    assert "Probed, no answer yet:            %s" % C1 in text
+    detail = cmd_show.render(st, service=0)
+    assert "Location:                 UNKNOWN (not found yet: its traffic goes to the origin)" in detail
+    assert "Location:                 02:00:00:00:00:c2 on port 1 (probe)" in detail
+    assert "To origin, no location:   7" in detail and "To origin, no location:   0" in detail

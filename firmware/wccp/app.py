@@ -240,9 +240,6 @@ class App:
 
     async def timers(self):
         wd = self.cfg.get("watchdog_ms", 0)
-        period = self.router.next_deadline(ticks_ms())
-        if wd:
-            period = max(10, min(period, wd // 3))     # the board watchdog, whatever T is
         while self.running:
             try:
                 self.send(self.router.tick(ticks_ms()))
@@ -250,7 +247,19 @@ class App:
                 self.watchdog.feed()
             except Exception:  # noqa: BLE001 - keep ticking (and feeding the watchdog)
                 self.stats["tick_errors"] = self.stats.get("tick_errors", 0) + 1
-            await asyncio.sleep(period / 1000)
+            # wait the timers' period, in slices: probes for caches sent meanwhile (after a
+            # commit) want their replies read sooner (Router.next_deadline)
+            # (and at most a third of the board watchdog's timeout, whatever T is)
+            period = self.router.next_deadline(ticks_ms())
+            if wd:
+                period = max(10, min(period, wd // 3))
+            until = ticks_ms() + period
+            while self.running:
+                now = ticks_ms()
+                left = min(until - now, self.router.next_deadline(now))
+                if left <= 0:
+                    break
+                await asyncio.sleep(min(left, 50) / 1000)
 
     # ------------------------------------------------------------ HTTP
     def status(self):

@@ -8,7 +8,7 @@ except ImportError:  # CPython
         return x
 
 ID_VALUE = const(0x57434350)
-REGMAP_VERSION = const(0x00010000)
+REGMAP_VERSION = const(0x00010100)
 NUM_PORTS = const(2)
 MAX_GROUPS = const(8)
 MAX_CACHES = const(32)
@@ -39,6 +39,13 @@ STATUS_COMMIT_BUSY = const(0x4)
 CACHE_MAC_KNOWN = const(0x10000)
 CACHE_PORT_KNOWN = const(0x20000)
 CACHE_PORT_SHIFT = const(0x14)
+PKTOUT_MAX_LEN = const(0x40)
+PKTOUT_LEN_MASK = const(0x7F)
+PKTOUT_PORTS_SHIFT = const(0x8)
+PKTOUT_BUSY = const(0x1)
+PKTOUT_SENT_SHIFT = const(0x10)
+ARPCAP_ENTRIES = const(0x8)
+ARPCAP_PORT_SHIFT = const(0x14)
 
 # GLOBAL
 GLOBAL_BASE = const(0x000000)
@@ -118,6 +125,25 @@ MASKTAB_WORD = const(0x0)  # offset in block
 MASKTAB_WORD_STRIDE = const(1)
 MASKTAB_WORD_COUNT = const(128)
 
+# PROBE
+PROBE_BASE = const(0x004000)
+PROBE_STRIDE = const(0x0)
+PROBE_COUNT = const(1)
+PKTOUT_DATA = const(0x004000)
+PKTOUT_DATA_STRIDE = const(1)
+PKTOUT_DATA_COUNT = const(16)
+PKTOUT_CTRL = const(0x004010)
+ARPCAP_COUNT = const(0x004011)
+ARPCAP_SIP = const(0x004020)
+ARPCAP_SIP_STRIDE = const(4)
+ARPCAP_SIP_COUNT = const(8)
+ARPCAP_MAC_HI = const(0x004021)
+ARPCAP_MAC_HI_STRIDE = const(4)
+ARPCAP_MAC_HI_COUNT = const(8)
+ARPCAP_MAC_LO = const(0x004022)
+ARPCAP_MAC_LO_STRIDE = const(4)
+ARPCAP_MAC_LO_COUNT = const(8)
+
 # PORTCNT
 PORTCNT_BASE = const(0x010000)
 PORTCNT_STRIDE = const(0x20)
@@ -171,6 +197,14 @@ BUCKETCNT_COUNT = const(8)
 CNT_BUCKET_HITS = const(0x0)  # offset in block
 CNT_BUCKET_HITS_STRIDE = const(1)
 CNT_BUCKET_HITS_COUNT = const(256)
+
+# UNKCNT
+UNKCNT_BASE = const(0x013000)
+UNKCNT_STRIDE = const(0x20)
+UNKCNT_COUNT = const(8)
+CNT_CACHE_UNKNOWN_FRAMES = const(0x0)  # offset in block
+CNT_CACHE_UNKNOWN_FRAMES_STRIDE = const(1)
+CNT_CACHE_UNKNOWN_FRAMES_COUNT = const(32)
 
 
 def reg_addr(block_base, block_stride, index, offset, reg_stride=0, reg_index=0):

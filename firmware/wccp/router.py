@@ -64,6 +64,7 @@ from wccp import codec
 from wccp import dataplane as _dpmod
 from wccp.admission import Admission, Prefixes
 from wccp import policy as _policy
+from wccp.discovery import Discovery
 from wccp.storage import MemStorage, next_boot
 
 _pack_into = struct.pack_into
@@ -353,6 +354,7 @@ class Router:
             self.dp.configure(self.router_id, _mac_bytes(config["mac"]), min(config["mtu"], 1500))
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
+        self.discovery = Discovery(self.dp, _mac_bytes(config["mac"]), getattr(self.dp, "num_ports", 2))
         self._reprogram_slots()
         arm = getattr(self.dp, "arm", None)   # fail-open watchdog: armed once, fed by tick()
         if arm is not None:
@@ -486,7 +488,7 @@ class Router:
                 continue
             found = []
             try:
-                for i in range(len(self._table_addrs(g))):
+                for i in range(len(self._dp_addrs(g))):
                     loc = get(g.slot, i)
                     if loc is not None:
                         found.append((i, loc))
@@ -494,15 +496,6 @@ class Router:
                 self._dp_error(g, e)
             out.append((g, g.slot, found))
         return out
-
-    def _table_addrs(self, g):
-        """The group's cache table: the assignment's caches, then the other usable ones."""
-        a = g.assignment
-        addrs = list(a["caches"]) if a is not None else []
-        for addr in g.order:  # usable caches outside the assignment: known, never redirected-from
-            if addr not in addrs and len(addrs) < MAX_CACHES:
-                addrs.append(addr)
-        return addrs
 
     def _dp_cache(self, g, addr):
         c = g.caches.get(addr)
@@ -515,7 +508,7 @@ class Router:
     def _program_tables(self, g):
         """set_caches + assignment for g's slot (no commit)."""
         a = g.assignment
-        addrs = self._table_addrs(g)
+        addrs = self._dp_addrs(g)
         self.dp.set_caches(g.slot, [self._dp_cache(g, x) for x in addrs])
         sp = getattr(self.dp, "set_policy", None)
         if sp is not None:
@@ -549,6 +542,7 @@ class Router:
             self._program_tables(g)
             self.dp.commit()
             self._count(g, "dataplane_commits")
+            self._discover()
             return True
         except Exception as e:  # noqa: BLE001
             self._dp_error(g, e)
@@ -584,6 +578,7 @@ class Router:
             self.dp.heartbeat()
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
+        self._discover()
         return out
 
     def oversize(self, n):
@@ -593,9 +588,23 @@ class Router:
         self._drop(None, "oversize")
 
     def next_deadline(self, now_ms):
-        """Milliseconds until tick() must run again: at most T/10 (timers) and at most a third
-        of the data plane's fail-open watchdog timeout (tick() feeds it), whatever T is."""
-        return max(10, min(self.T // 10, HEARTBEAT_MS))
+        """Milliseconds until tick() must run again: at most T/10 (timers), at most a third of
+        the data plane's fail-open watchdog timeout (tick() feeds it) whatever T is, and sooner
+        when active discovery waits for probe replies."""
+        d = max(10, min(self.T // 10, HEARTBEAT_MS))
+        p = self.discovery.next_ms(now_ms)
+        return d if p is None else max(1, min(d, p))
+
+    def _discover(self):
+        """Active discovery (wccp.discovery) of the usable caches in the data plane. Never raises."""
+        targets = set()
+        for g in self.groups:
+            if g.slot >= 0:
+                targets.update(g.order)
+        try:
+            self.discovery.run(self.now, targets)
+        except Exception as e:  # noqa: BLE001
+            self._dp_error(None, e)
 
     # ---------------------------------------------------------------- receive path
     def _receive(self, data, src_ip, src_port, dst_ip, now):
@@ -1269,7 +1278,8 @@ class Router:
                     "connected_ms": (now - c[C_JOINED]) if c[C_BITS] & B_USABLE else 0,
                     "sent_to": ip(c[C_SENT_TO]), "multicast": bool(c[C_BITS] & B_MCAST), "query_sent": bool(c[C_BITS] & B_QUERY),
                     "routers": [ip(r) for r in c[C_ROUTERS]], "hia_count": c[C_HIAS],
-                    "l2_adjacent": c[C_ADDR] in g.l2, "assigned": counts.get(c[C_ADDR], 0)})
+                    "l2_adjacent": c[C_ADDR] in g.l2, "assigned": counts.get(c[C_ADDR], 0),
+                    "location": self._location(g, c[C_ADDR]) if c[C_BITS] & B_USABLE else None})
             asg = None
             if a is not None:
                 asg = {"type": a["type"], "caches": [ip(x) for x in a["caches"]]}
@@ -1305,6 +1315,17 @@ class Router:
             dpc = self.dp.counters()
         except Exception as e:  # noqa: BLE001
             dpc = {"error": "%s: %s" % (type(e).__name__, e)}
+        unk = dpc.get("cache_unknown_frames")
+        for g, gd in zip(self.groups, groups):
+            total = 0
+            for cd in gd["caches"]:
+                i = self._dp_index(g, codec.ip2int(cd["address"]))
+                n = unk[g.slot][i] if unk is not None and g.slot >= 0 and i is not None else 0
+                cd["to_origin"] = n
+                total += n
+            gd["to_origin"] = total
+        disc = self.discovery.status()
+        disc["unanswered"] = [ip(a) for a in disc["unanswered"]]
         return {"router_id": self.router_ip, "addresses": list(self.addresses), "boot": self.boot,
                 "boot_persisted": bool(self.boot_persisted),
                 "storage_error": getattr(self.storage, "error", None),
@@ -1312,4 +1333,34 @@ class Router:
                 "total_caches": self.total,
                 "counters": dict(self.counters), "drops": dict(self.drops),
                 "last_malformed": self.last_malformed, "last_error": self.last_error,
-                "groups": groups, "dataplane": dpc}
+                "groups": groups, "dataplane": dpc, "discovery": disc}
+
+    def _dp_addrs(self, g):
+        """g's data-plane cache table (list position = cache index): the assignment's caches,
+        then the usable caches outside it (known, never redirected-from)."""
+        a = g.assignment
+        addrs = list(a["caches"]) if a is not None else []
+        for addr in g.order:
+            if addr not in addrs and len(addrs) < MAX_CACHES:
+                addrs.append(addr)
+        return addrs
+
+    def _dp_index(self, g, addr):
+        """addr's cache index in g's data-plane table, or None."""
+        addrs = self._dp_addrs(g)
+        return addrs.index(addr) if addr in addrs else None
+
+    def _location(self, g, addr):
+        """Where the data plane sends a usable cache's traffic: {mac, port, source} or None."""
+        lc = self.discovery.location(addr)
+        src = "probe"
+        if lc is None and g.slot >= 0:
+            src = "dataplane"
+            i = self._dp_index(g, addr)
+            try:
+                lc = self.dp.cache_location(g.slot, i) if i is not None else None
+            except Exception:  # noqa: BLE001 - status never raises
+                lc = None
+        if lc is None:
+            return None
+        return {"mac": ":".join("%02x" % b for b in lc[0]), "port": lc[1], "source": src}
