@@ -253,6 +253,9 @@ class App:
                      "http": "%s:%d" % (self.cfg["http"]["address"], self.cfg["http"]["port"]),
                      "uptime_ms": ticks_ms() - self.started}
         st["app"].update(self.stats)
+        hook = getattr(self, "status_hook", None)    # main.py on boards: board, FPGA link, config errors
+        if hook is not None:
+            st.update(hook())
         return st
 
     def _status_json(self):

@@ -137,8 +137,8 @@ class FpgaLink(DataPlane):
         self.reason = None
         self.ups += 1
         self._last_check = _ms()
-        self.log("fpga: WCCP datapath %d.%d, build 0x%08x: tables written, %s" % (
-            ver >> 16, ver & 0xFFFF, build, "redirection armed" if self._armed is not _NOT_SET else "not armed yet"))
+        self.log("fpga: WCCP datapath %d.%d, build 0x%08x: tables written%s" % (
+            ver >> 16, ver & 0xFFFF, build, ", redirection armed" if self._armed is not _NOT_SET else ""))
         return True
 
     def _replay(self, dp):
