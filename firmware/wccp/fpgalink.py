@@ -276,9 +276,18 @@ class FpgaLink(DataPlane):
         return self._call("redirect_enabled")
 
     def counters(self):
+        """The driver's counters, the per-slot tables (cache_frames, cache_bytes, bucket_hits) only
+        for the slots in use, keyed by slot: eight slots' 256 bucket counters do not fit the JSON
+        a small board's heap can build for /status."""
         if self.dp is None:
             return {"fpga": self.state, "reason": self.reason}
-        return self._call("counters")
+        c = self._call("counters")
+        used = [s for s in range(MAX_GROUPS) if self._group[s] is not None]
+        for k in ("cache_frames", "cache_bytes", "bucket_hits", "slot_frames", "slot_bytes"):
+            v = c.get(k)
+            if isinstance(v, list) and len(v) == MAX_GROUPS:
+                c[k] = {str(s): v[s] for s in used}
+        return c
 
     def clear_counters(self):
         self._call("clear_counters")

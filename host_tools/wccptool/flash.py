@@ -43,7 +43,7 @@ SLOTS = ("a", "b")
 PLATFORMS = {"esp32": ("esp32",), "stm32": ("pyboard",), "rp2": ("rp2",), "unix": ("linux", "darwin")}
 
 
-MIN_HEAP_KIB = 96          # the firmware at 1 group x 8 caches (docs/performance.md, per-board heap)
+MIN_HEAP_KIB = 168         # the firmware's heap at 1 group, 32-bit equivalent (docs/performance.md, per-board heap)
 FS_RESERVE = 16 * 1024     # launcher, config/board copies, state files
 
 
@@ -478,17 +478,20 @@ class Flasher:
         """Refuse a board that cannot run the product: too little heap for the firmware at its
         smallest limits, or a filesystem that cannot hold two firmware slots."""
         b = self.board
+        why = []
         ram = (b.get("ram") or {}).get("heap_kib")
         if ram is not None and ram < MIN_HEAP_KIB:
-            raise FlashError("board %s has about %d KiB of heap after network start-up; the firmware needs "
-                             "%d KiB (docs/performance.md, per-board heap table)" % (b["name"], ram, MIN_HEAP_KIB))
+            why.append("it has about %d KiB of heap after network start-up and the firmware needs %d KiB "
+                       "(docs/performance.md, per-board heap table)" % (ram, MIN_HEAP_KIB))
         fs = (b.get("flash") or {}).get("filesystem_kib")
         total = sum(os.path.getsize(loc) for loc, _ in files)
         if fs is not None and 2 * total + FS_RESERVE > fs * 1024:
-            raise FlashError("board %s: its filesystem (%d KiB) cannot hold two firmware slots of %d KiB plus "
-                             "%d KiB of state (A/B updates with rollback need both slots); run it with the "
-                             "firmware frozen into a MicroPython build instead" % (
-                                 b["name"], fs, (total + 1023) // 1024, FS_RESERVE // 1024))
+            why.append("its filesystem (%d KiB) cannot hold two firmware slots of %d KiB plus %d KiB of state "
+                       "(A/B updates with rollback need both slots)" % (fs, (total + 1023) // 1024,
+                                                                       FS_RESERVE // 1024))
+        if why:
+            raise FlashError("board %s cannot run this firmware: %s; it would need the firmware frozen into "
+                             "its MicroPython build" % (b["name"], "; ".join(why)))
 
     def active_slot(self):
         return self._eval('_w_read("/fw/active")')
