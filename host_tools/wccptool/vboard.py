@@ -360,6 +360,7 @@ class VirtualBoard:
             extra = [self._profile]
         self._reset_cause = 1
         self.wdt_timeout = None
+        self._reset_at = None
         self._child = subprocess.Popen(
             [self.micropython, "-X", "heapsize=" + self.heapsize, "-i", self._boot, self.directory, mode] + extra,
             stdin=s, stdout=s, stderr=s, cwd=self.directory, close_fds=True,
@@ -426,6 +427,7 @@ class VirtualBoard:
             # the interpreter is going down: what the host sends from now on is for the next boot
             data = data.replace(MARK_RESET, b"")
             self._up = False
+            self._reset_at = time.monotonic()
         if MARK_UP in data:
             data = data.replace(MARK_UP, b"")
             self._up = True
@@ -492,6 +494,21 @@ class VirtualBoard:
         self._to_host(b"\r\n" + SOFT_REBOOT)
         self._spawn("raw" if was_raw and rc != SOFT_RESET_EXIT else "friendly")
 
+    def _reset_stuck(self):
+        # machine.reset() raised SystemExit; from the REPL that ends the interpreter, but from a
+        # script run with -i (main.py) the unix port drops into its REPL: a board resets anyway
+        at = getattr(self, "_reset_at", None)
+        if at is None or self._child is None or time.monotonic() - at < 0.5:
+            return False
+        self._reset_at = None
+        if self._child.poll() is not None:
+            return False
+        self.resets += 1
+        self.log("vboard: machine.reset()")
+        self._kill()
+        self._spawn("friendly")
+        return True
+
     def _watchdog_expired(self):
         if self.wdt_timeout is None or self._child is None or self._child.poll() is not None:
             return False
@@ -508,7 +525,7 @@ class VirtualBoard:
     def serve(self):
         """Relay until stop(): host <-> interpreter, restarting it on resets."""
         while not self._stop.is_set():
-            if self._watchdog_expired():
+            if self._watchdog_expired() or self._reset_stuck():
                 continue
             fds = [self.master]
             if self._inner is not None:
