@@ -228,6 +228,10 @@ def _w_sha(p):
                 break
             h.update(b if n == 1024 else b[:n])
     return binascii.hexlify(h.digest()).decode()
+_w_wdt = None
+def _w_feed():
+    if _w_wdt is not None:
+        _w_wdt.feed()
 def _w_read(p):
     try:
         with open(p) as f:
@@ -318,10 +322,27 @@ class Flasher:
         else:
             raise FlashError("%s does not answer like a MicroPython board (raw REPL): %s" % (self.port, err))
         self.t.exec(ONBOARD_HELPERS)
+        self._hold_watchdog()
+
+    def _hold_watchdog(self):
+        """The firmware runs with the watchdog on, and a soft reset does not stop it: take it over
+        at the longest timeout the port allows and feed it with every command of the flash (the
+        reset at the end, or a flash that dies half-way, restarts the board as usual)."""
+        if self.board["micropython"]["port"] == "unix":
+            return
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("_wccp_fw_board", os.path.join(FIRMWARE_DIR, "wccp", "board.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        hi = mod.WDT_RANGE.get(self.board["mcu"]["family"], (1, 8000))[1]
+        try:
+            self.t.exec("import machine\n_w_wdt = machine.WDT(timeout=%d)\n_w_wdt.feed()" % min(hi, 30000))
+        except Exception as e:  # noqa: BLE001 - a port without a WDT: nothing to hold
+            self.progress("note: watchdog not taken over: %s" % (getattr(e, "error_output", None) or e))
 
     def _exec(self, code):
         try:
-            return self.t.exec(code).decode()
+            return self.t.exec("_w_feed()\n" + code).decode()
         except Exception as e:
             msg = (getattr(e, "error_output", None) or str(e)).strip()
             raise FlashError("board error: %s" % (msg.splitlines()[-1] if msg else repr(e))) from None
@@ -509,12 +530,20 @@ class Flasher:
                 raise FlashError("simulated interruption after %d files" % i)
             with open(loc, "rb") as f:
                 data = f.read()
-            try:
-                self.t.fs_writefile(base + "/" + rel, data, chunk_size=1024)
-            except Exception as e:
-                raise FlashError("writing %s failed: %s" % (rel, e)) from None
+            self._write_file(base + "/" + rel, data, rel)
             done += len(data)
             self.progress("[%d/%d] %-28s %7d B  %3d%%" % (i + 1, len(files), rel, len(data), done * 100 // max(total, 1)))
+
+    def _write_file(self, path, data, what):
+        """Write a file on the board in 1 KiB chunks (as mpremote's fs_writefile does), feeding the
+        watchdog with each chunk."""
+        try:
+            self._exec("_w_f = open(%r, 'wb')" % path)
+            for i in range(0, len(data), 1024):
+                self._exec("_w_f.write(%r)" % bytes(data[i:i + 1024]))
+            self._exec("_w_f.close()")
+        except FlashError as e:
+            raise FlashError("writing %s failed: %s" % (what, e)) from None
 
     def verify(self, files, slot):
         base = "/fw/" + slot
@@ -544,7 +573,7 @@ class Flasher:
                                                       if "boot.py" in self.manifest["files"] else ()):
             cur = self._eval("_w_sha(%r) if _w_read(%r) is not None else None" % ("/" + name, "/" + name))
             if cur != hashlib.sha256(text.encode()).hexdigest():
-                self.t.fs_writefile("/" + name + ".new", text.encode(), chunk_size=1024)
+                self._write_file("/" + name + ".new", text.encode(), name)
                 self._exec("os.rename(%r, %r)" % ("/" + name + ".new", "/" + name))
         # convenience copies at the root (the slot has the authoritative ones)
         for rel in ("board.json", "config.json"):

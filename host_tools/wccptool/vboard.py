@@ -350,7 +350,7 @@ class VirtualBoard:
     def set_inputs(self, inputs):
         self.inputs = dict(inputs)
 
-    def _spawn(self, mode):
+    def _spawn(self, mode, keep_wdt=False):
         m, s = os.openpty()
         _inner_termios(s)
         extra = []
@@ -358,8 +358,9 @@ class VirtualBoard:
             with open(self._profile, "w") as f:
                 json.dump(board_profile(self.board, self.fpga, self.lease, self.inputs, self._reset_cause), f)
             extra = [self._profile]
-        self._reset_cause = 1
-        self.wdt_timeout = None
+        self._reset_cause = 5 if keep_wdt else 1      # SOFT_RESET / PWRON_RESET
+        if not keep_wdt:
+            self.wdt_timeout = None
         self._reset_at = None
         self._child = subprocess.Popen(
             [self.micropython, "-X", "heapsize=" + self.heapsize, "-i", self._boot, self.directory, mode] + extra,
@@ -492,7 +493,8 @@ class VirtualBoard:
             self._spawn("friendly")
             return
         self._to_host(b"\r\n" + SOFT_REBOOT)
-        self._spawn("raw" if was_raw and rc != SOFT_RESET_EXIT else "friendly")
+        # a soft reset restarts the interpreter, not the chip: a running watchdog keeps counting
+        self._spawn("raw" if was_raw and rc != SOFT_RESET_EXIT else "friendly", keep_wdt=True)
 
     def _reset_stuck(self):
         # machine.reset() raised SystemExit; from the REPL that ends the interpreter, but from a
