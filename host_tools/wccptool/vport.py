@@ -359,9 +359,8 @@ class _Network:
         if kw.get("phy_type") not in (0, 1, 2, 3, 4, 5, 6):
             raise ValueError("invalid phy type")
         pins = net.get("pins", {})
-        want = {"mdc": pins.get("mdc"), "mdio": pins.get("mdio"), "power": pins.get("power"),
-                "ref_clk": pins.get("ref_clk")}
-        for k, v in want.items():
+        for k in ("mdc", "mdio", "power", "ref_clk"):
+            v = pins.get(k)
             got = kw.get(k)
             if v is not None and (got is None or "GPIO%d" % _pin_id(got) != v):
                 # the PHY is wired to these pins: anything else and it never answers on MDIO
