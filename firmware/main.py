@@ -225,7 +225,12 @@ def run_board(defn, opts, state_dir="/"):
              "config": source, "config_errors": errors, "slot": _slot_dir(),
              "watchdog_ms": None if wdt is None else wdt.timeout_ms, "fpga_load": fpga_note,
              "reset_cause": _reset_cause(machine)}
-    app.status_hook = lambda: {"board": bstat, "fpga": link.info()}
+    def status_hook():
+        import gc
+        bstat["heap_free"] = gc.mem_free() if hasattr(gc, "mem_free") else None
+        return {"board": bstat, "fpga": link.info()}
+
+    app.status_hook = status_hook
 
     def up():
         slot = _slot_dir()
