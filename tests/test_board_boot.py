@@ -318,3 +318,26 @@ def test_recovery_bad_config_rollback_watchdog_safe_mode(tmp_path):
 def fl_mpremote():
     import sys
     return os.path.join(os.path.dirname(sys.executable), "mpremote")
+
+
+def test_quickstart_wiring_table_matches_the_board_definitions():
+    """docs/quickstart.md section 2: every MCU board's column names the pins of its JSON."""
+    import re
+    with open(os.path.join(boards.ROOT, "docs", "quickstart.md")) as f:
+        text = f.read()
+    sec = text[text.index("### MCU pins"):text.index("### FPGA pins")]
+    rows = [r.strip().strip("|").split("|") for r in sec.splitlines() if r.startswith("| ")]
+    head = [c.strip().strip("`").split("`")[0] for c in rows[0]]
+    table = {r[0].strip(): [c.strip() for c in r[1:]] for r in rows[1:]}
+    assert sorted(head[1:]) == sorted(MCU_BOARDS)
+    for i, name in enumerate(head[1:]):
+        d = boards.load(name)
+        want = {"SPI SCK": d["fpga_spi"]["pins"]["sck"], "SPI MOSI": d["fpga_spi"]["pins"]["mosi"],
+                "SPI MISO": d["fpga_spi"]["pins"]["miso"], "SPI CS": d["fpga_control"]["cs"],
+                "PROGRAMN": d["fpga_control"]["programn"], "INITN": d["fpga_control"]["initn"],
+                "DONE": d["fpga_control"]["done"], "Safe mode (skip the firmware)": d["safe_mode"]["pin"]}
+        for row, pin in want.items():
+            cell = table[row][i]
+            assert re.search(r"\b%s\b" % re.escape(pin), cell), (name, row, cell, pin)
+        bus = table["SPI bus / clock"][i]
+        assert bus.startswith("%d / " % d["fpga_spi"]["bus"]), (name, bus)
