@@ -319,6 +319,7 @@ def main(argv):
                 print("wccp: --http-port must be a number")
                 raise SystemExit(2)
         raw["http"] = h
+    raw.pop("network", None)       # a board's IP settings (run_board); the unix port uses the host's
     try:
         cfg = wconfig.load(raw)
     except wconfig.ConfigError as e:
