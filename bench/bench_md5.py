@@ -10,46 +10,7 @@ machine's: docs/performance.md scales the figure.
 """
 import sys
 
-IS_MPY = sys.implementation.name == "micropython"
-
-
-def _now_us():
-    import time
-    return time.ticks_us() if IS_MPY else time.perf_counter_ns() // 1000
-
-
-def _elapsed(t0, t1):
-    if IS_MPY:
-        import time
-        return time.ticks_diff(t1, t0)
-    return t1 - t0
-
-
-def _time(fn, n):
-    import gc
-    best = None
-    for _ in range(15):
-        gc.collect()
-        t0 = _now_us()
-        for _ in range(n):
-            fn()
-        dt = _elapsed(t0, _now_us()) / n
-        best = dt if best is None or dt < best else best
-    return best
-
-
-def _alloc(fn, n):
-    if not IS_MPY:
-        return None
-    import gc
-    gc.collect()
-    gc.disable()
-    a = gc.mem_alloc()
-    for _ in range(n):
-        fn()
-    b = gc.mem_alloc()
-    gc.enable()
-    return (b - a) / n
+from bench_codec import IS_MPY, _alloc_per_call as _alloc, _time_per_call as _time  # noqa: E402 - bench/ on the path
 
 
 def bench(root):
