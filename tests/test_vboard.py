@@ -240,3 +240,20 @@ def test_emulated_watchdog_resets_the_board(tmp_path):
         wait_for(lambda: (d / "cause").exists() and (d / "cause").read_text().split() == ["1", "3"], 10)
     finally:
         vb.stop()
+
+
+def test_cli_vboard_emulates_a_board(tmp_path):
+    p = subprocess.Popen([sys.executable, "-m", "wccptool.cli", "vboard", "--dir", str(tmp_path / "b"),
+                          "--board", "w5500_evb_pico", "--input", "GP27=0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = re.match(r"vboard: (/dev/pts/\d+) ", p.stdout.readline())
+        assert m, p.stderr.read()
+        out = mpremote(m.group(1), "exec", "import machine, gc\nprint(machine.VBOARD, machine.Pin(27, machine.Pin.IN, "
+                                            "machine.Pin.PULL_UP).value(), gc.mem_free() + gc.mem_alloc())")
+        name, level, heap = out.split()
+        # the board's heap (boards/w5500_evb_pico.json ram.heap_kib) scaled for the 64-bit unix port
+        assert name == "w5500_evb_pico" and level == "0" and int(heap) // 1024 in range(395, 401)
+    finally:
+        p.terminate()
+        p.wait(10)
