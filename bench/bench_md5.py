@@ -32,7 +32,7 @@ def bench(root):
             try:
                 assert codec.verify_md5(data, "secret"), impl
 
-                def verify():
+                def verify(data=data):
                     codec.verify_md5(data, "secret")
                 out["%s_%s_us" % (name, impl)] = _time(verify, 20)
                 out["%s_%s_alloc" % (name, impl)] = _alloc(verify, 20)

@@ -249,7 +249,7 @@ def test_recovery_bad_config_rollback_watchdog_safe_mode(tmp_path):
     name = "w5500_evb_pico" if "w5500_evb_pico" in RUNS else RUNS[0]
     defn = boards.load(name)
     n = _net("_rec")
-    router, cache = "127.62.%d.1" % n, "127.62.%d.11" % n
+    router = "127.62.%d.1" % n
     http_port = 17400 + 10 * n
     spi = "127.62.%d.1:%d" % (n, 17401 + 10 * n)
     fpga = FakeFpga(spi)
