@@ -215,13 +215,16 @@ def test_fpga_absent_or_wrong_build_stays_fail_open_and_says_why(tmp_path):
     spi = "127.62.%d.1:%d" % (n, 17401 + 10 * n)
     fs = tmp_path / "fs"
     fs.mkdir()
-    vb = VirtualBoard(str(fs), board=name, fpga=None, lease=router)
+    # DHCP would hand out .99: the static address in the config's network object is the one used
+    vb = VirtualBoard(str(fs), board=name, fpga=None, lease="127.62.%d.99" % n)
     fpga = None
     try:
         vb.start()
-        cfg = _config(tmp_path / "config.json", router, http_port)
+        cfg = _config(tmp_path / "config.json", router, http_port,
+                      network={"dhcp": False, "ip": router, "netmask": "255.0.0.0", "gateway": "127.0.0.1"})
         fl.flash(name, vb.port, config=cfg, progress=lambda m: None, boot_wait=2)
         st = _wait(lambda: _status(router, http_port), 20, "/status")
+        assert st["board"]["address"] == router
         assert st["fpga"]["state"] == "down" and "no FPGA answers" in st["fpga"]["reason"], st["fpga"]
         # the router still serves its caches (the FPGA stays fail-open)
         _with_cache(cache, router, lambda: _wait(lambda: _assigned(_status(router, http_port), cache), 30,
