@@ -258,6 +258,13 @@ def _validate_mcu(d, problems):
     if ("creset" in ctl) != ("cdone" in ctl):
         problems.append("fpga_control: iCE40 loading needs both creset and cdone")
 
+    res = d.get("reserved_pins")   # pins the module itself uses (e.g. a WROVER's PSRAM)
+    if res is not None:
+        if not isinstance(res, dict):
+            problems.append("reserved_pins: must be an object {pin: what uses it}")
+        else:
+            for pin, why in sorted(res.items()):
+                use(pin, "reserved", "reserved_pins.%s (%s)" % (pin, why))
     lim = d.get("limits")          # what the board's RAM holds (docs/performance.md, per-board heap)
     if lim is not None:
         if not isinstance(lim, dict):
