@@ -227,6 +227,7 @@ def run_board(defn, opts, state_dir="/"):
              "reset_cause": _reset_cause(machine)}
     def status_hook():
         import gc
+        gc.collect()        # live data only: what the board really has left
         bstat["heap_free"] = gc.mem_free() if hasattr(gc, "mem_free") else None
         return {"board": bstat, "fpga": link.info()}
 
