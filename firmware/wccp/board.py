@@ -169,7 +169,7 @@ def bring_up(defn, net=None, network_mod=None, machine_mod=None, sleep_ms=None, 
     return nic
 
 
-def load_bitstream(defn, machine_mod=None, path=None, log=print):
+def load_bitstream(defn, machine_mod=None, path=None, log=print, fpga_board_path="fpga_board.json"):
     """Configure the FPGA from the bitstream file named by the board definition (relative to the
     firmware slot, the current directory). Returns True when configured, False when there is
     nothing to do (no file, no configuration pins, unix port); raises fpgaload.LoadError on failure."""
@@ -192,9 +192,14 @@ def load_bitstream(defn, machine_mod=None, path=None, log=print):
     from wccp import fpgaload
     fb = None
     try:
-        fb = load("fpga_board.json")
+        fb = load(fpga_board_path)
     except BoardError:
         fb = None
+    if fb is not None and not (fb.get("sysconfig") or {}).get("wired_on_board", True):
+        # e.g. the Colorlight 5A-75B: it loads its own flash; the file only records the build
+        log("board: %s boots from its own flash (its configuration pins are not wired); %s not loaded"
+            % (fb.get("name"), path))
+        return False
     spi = fpga_spi(machine_mod, defn)
     pins = fpga_pins(machine_mod, defn)
     ld = fpgaload.loader_for(defn, fb, spi, pins)

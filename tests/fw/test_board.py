@@ -174,6 +174,18 @@ def test_load_bitstream_with_fakes():
         e = raises(fpgaload.LoadError, board.load_bitstream, d, M(), name, lambda s: None)
         assert "INITN" in str(e)
         assert board.load_bitstream(d, M(), "missing.bit") is False
+        # an FPGA board that boots from its own flash (configuration pins not wired): nothing is sent
+        fbp = scratch_name("board_test_fpga_board") + ".json"
+        with open("boards/colorlight_5a75b.json") as src, open(fbp, "w") as dst:
+            dst.write(src.read())
+        logs = []
+        spi.n = 0
+        try:
+            assert board.load_bitstream(d, M(), name, logs.append, fpga_board_path=fbp) is False
+        finally:
+            import os
+            os.remove(fbp)
+        assert spi.n == 0 and "boots from its own flash" in logs[0]
     finally:
         import os
         os.remove(name)
