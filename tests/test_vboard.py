@@ -160,3 +160,100 @@ def test_cli_vboard_with_link(tmp_path):
         p.wait(10)
     assert p.returncode == 0
     assert not os.path.lexists(link)
+
+
+# ---------------------------------------------------------------- emulated boards (wccptool.vport)
+
+def _emulated(tmp_path, name, **kw):
+    d = tmp_path / ("fs_" + name)
+    d.mkdir()
+    vb = VirtualBoard(str(d), board=name, **kw)
+    vb.start()
+    return vb
+
+
+def _run(vb, code):
+    p = subprocess.run([MPREMOTE, "connect", vb.port, "exec", code], capture_output=True, text=True, timeout=60)
+    return (p.stdout + p.stderr).strip()
+
+
+def test_emulated_rp2_limits_and_errors(tmp_path):
+    vb = _emulated(tmp_path, "w5500_evb_pico")
+    try:
+        # the rp2 port's WDT maximum (rp2/machine_wdt.c WDT_TIMEOUT_MAX on RP2040)
+        assert _run(vb, "import machine\ntry:\n machine.WDT(timeout=8389)\nexcept ValueError as e:\n print('VE', e)"
+                    ) == "VE timeout exceeds 8388"
+        # SPI1 pins must be SPI1 functions (rp2/machine_spi.c), GP12 is MISO not SCK
+        assert _run(vb, "import machine\ntry:\n machine.SPI(1, sck=machine.Pin(12))\nexcept ValueError as e:\n"
+                        " print('VE', e)") == "VE bad SCK pin"
+        assert _run(vb, "import machine\ntry:\n machine.SPI(2)\nexcept ValueError as e:\n print('VE', e)"
+                    ) == "VE SPI(2) doesn't exist"
+        # hashlib without md5 before MicroPython 1.27 on rp2; sha256 still there
+        assert _run(vb, "import hashlib\nprint(hasattr(hashlib, 'md5'), hasattr(hashlib, 'sha256'))") == "False True"
+        # WIZNET5K on the wrong pins: the chip does not answer
+        out = _run(vb, "import machine, network\ntry:\n network.WIZNET5K(machine.SPI(0), machine.Pin(5), "
+                       "machine.Pin(20))\nexcept OSError as e:\n print('OSE', e)")
+        assert out.startswith("OSE"), out
+        # the machine module identifies the emulated board for `wccp flash`
+        assert _run(vb, "import machine\nprint(machine.VBOARD)") == "w5500_evb_pico"
+    finally:
+        vb.stop()
+
+
+def test_emulated_esp32_and_stm32_errors(tmp_path):
+    vb = _emulated(tmp_path, "olimex_esp32_poe")
+    try:
+        assert _run(vb, "import machine\ntry:\n machine.Pin(34, machine.Pin.OUT)\nexcept ValueError as e:\n"
+                        " print('VE', e)") == "VE pin can only be input"
+        assert _run(vb, "import machine\ntry:\n machine.Pin(24)\nexcept ValueError as e:\n print('VE', e)"
+                    ) == "VE invalid pin"
+        assert _run(vb, "import hashlib\nprint(hasattr(hashlib, 'md5'))") == "True"
+        # network.LAN needs the PHY's pins; the wrong MDC pin finds no PHY
+        out = _run(vb, "import machine, network\ntry:\n network.LAN(mdc=machine.Pin(22), mdio=machine.Pin(18), "
+                       "phy_type=network.PHY_LAN8720, phy_addr=0)\nexcept OSError as e:\n print('OSE', e)")
+        assert out.startswith("OSE") and "mdc" in out, out
+    finally:
+        vb.stop()
+    vb = _emulated(tmp_path, "nucleo_f429zi")
+    try:
+        # stm32 SPI buses have fixed pins: no pin arguments; the IWDG tops out below 32768 ms
+        assert _run(vb, "import machine\ntry:\n machine.SPI(1, sck=machine.Pin('B3'))\nexcept TypeError as e:\n"
+                        " print('TE')") == "TE"
+        assert _run(vb, "import machine\ntry:\n machine.WDT(timeout=32768)\nexcept ValueError as e:\n"
+                        " print('VE', e)") == "VE WDT timeout too long"
+        assert _run(vb, "import machine\nprint(machine.Pin('PZ1') if 0 else machine.Pin('C13').value())") == "0"
+    finally:
+        vb.stop()
+
+
+def test_emulated_watchdog_resets_the_board(tmp_path):
+    d = tmp_path / "fs"
+    d.mkdir()
+    (d / "main.py").write_text(
+        "import machine\nopen('/cause', 'a').write('%d ' % machine.reset_cause())\n"
+        "if machine.reset_cause() != machine.WDT_RESET:\n"
+        "    w = machine.WDT(timeout=500)\n    import time\n    while True:\n        time.sleep(0.05)\n")
+    vb = VirtualBoard(str(d), board="w5500_evb_pico")
+    vb.start()
+    try:
+        wait_for(lambda: vb.wdt_resets == 1, 10)
+        wait_for(lambda: (d / "cause").exists() and (d / "cause").read_text().split() == ["1", "3"], 10)
+    finally:
+        vb.stop()
+
+
+def test_cli_vboard_emulates_a_board(tmp_path):
+    p = subprocess.Popen([sys.executable, "-m", "wccptool.cli", "vboard", "--dir", str(tmp_path / "b"),
+                          "--board", "w5500_evb_pico", "--input", "GP27=0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = re.match(r"vboard: (/dev/pts/\d+) ", p.stdout.readline())
+        assert m, p.stderr.read()
+        out = mpremote(m.group(1), "exec", "import machine, gc\nprint(machine.VBOARD, machine.Pin(27, machine.Pin.IN, "
+                                            "machine.Pin.PULL_UP).value(), gc.mem_free() + gc.mem_alloc())")
+        name, level, heap = out.split()
+        # the board's heap (boards/w5500_evb_pico.json ram.heap_kib) scaled for the 64-bit unix port
+        assert name == "w5500_evb_pico" and level == "0" and int(heap) // 1024 in range(395, 401)
+    finally:
+        p.terminate()
+        p.wait(10)

@@ -279,6 +279,9 @@ class App:
             st["app"]["heap_used"] = gc.mem_alloc()
         except (ImportError, AttributeError):
             pass
+        hook = getattr(self, "status_hook", None)    # main.py on boards: board, FPGA link, config errors
+        if hook is not None:
+            st.update(hook())
         return st
 
     def _status_json(self):

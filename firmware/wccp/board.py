@@ -132,9 +132,12 @@ def bring_up(defn, net=None, network_mod=None, machine_mod=None, sleep_ms=None, 
     if defn is None or defn.get("kind") != "mcu" or defn["micropython"]["port"] == "unix":
         return None
     if network_mod is None:
-        if is_unix():
+        if getattr(sys.implementation, "name", "") != "micropython":
             return None
-        import network as network_mod  # noqa: F811 - only on real boards
+        try:
+            import network as network_mod  # noqa: F811 - boards (and emulated boards, wccptool.vport)
+        except ImportError:
+            return None     # the plain unix port: the host's network
     if machine_mod is None:
         import machine as machine_mod  # noqa: F811
     if sleep_ms is None:
@@ -166,7 +169,7 @@ def bring_up(defn, net=None, network_mod=None, machine_mod=None, sleep_ms=None, 
     return nic
 
 
-def load_bitstream(defn, machine_mod=None, path=None, log=print):
+def load_bitstream(defn, machine_mod=None, path=None, log=print, fpga_board_path="fpga_board.json"):
     """Configure the FPGA from the bitstream file named by the board definition (relative to the
     firmware slot, the current directory). Returns True when configured, False when there is
     nothing to do (no file, no configuration pins, unix port); raises fpgaload.LoadError on failure."""
@@ -189,9 +192,14 @@ def load_bitstream(defn, machine_mod=None, path=None, log=print):
     from wccp import fpgaload
     fb = None
     try:
-        fb = load("fpga_board.json")
+        fb = load(fpga_board_path)
     except BoardError:
         fb = None
+    if fb is not None and not (fb.get("sysconfig") or {}).get("wired_on_board", True):
+        # e.g. the Colorlight 5A-75B: it loads its own flash; the file only records the build
+        log("board: %s boots from its own flash (its configuration pins are not wired); %s not loaded"
+            % (fb.get("name"), path))
+        return False
     spi = fpga_spi(machine_mod, defn)
     pins = fpga_pins(machine_mod, defn)
     ld = fpgaload.loader_for(defn, fb, spi, pins)
@@ -222,3 +230,120 @@ def start(net=None, path=DEFAULT_PATH, log=print):
     except Exception as e:  # noqa: BLE001
         log("board: FPGA configuration failed: %s" % e)
     return defn, nic, fpga_ok
+
+
+# ---------------------------------------------------------------- boot-time helpers for main.py
+
+# machine.WDT(timeout=ms) range per MCU family, from the ports' machine_wdt.c: rp2 checks
+# timeout <= WDT_TIMEOUT_MAX (8388 ms on RP2040, 16777 ms on RP2350) and raises ValueError above;
+# stm32 IWDG: LSI/256 with a 12-bit reload, "WDT timeout too long" from 32768 ms; esp32 (task WDT)
+# takes any positive value.
+WDT_RANGE = {"rp2040": (1, 8388), "rp2350": (1, 16777), "stm32f4": (1, 32767), "stm32f7": (1, 32767),
+             "stm32h7": (1, 32767), "esp32": (1, 3600000)}
+DEFAULT_WATCHDOG_MS = 8000
+
+
+def check_net(net):
+    """Problems with the "network" object of config.json (empty list = usable)."""
+    if net is None:
+        return []
+    if not isinstance(net, dict):
+        return ["network: must be an object {\"dhcp\": true} or {\"ip\", \"netmask\", \"gateway\", \"dns\"}"]
+    out = []
+    for k in net:
+        if k not in ("dhcp", "ip", "netmask", "gateway", "dns", "comment"):
+            out.append("network.%s: unknown field" % k)
+    if "dhcp" in net and not isinstance(net["dhcp"], bool):
+        out.append("network.dhcp: must be true or false")
+    if not net.get("dhcp", "ip" not in net):
+        if "ip" not in net:
+            out.append("network.ip: needed when dhcp is false")
+        for k in ("ip", "netmask", "gateway", "dns"):
+            if k in net:
+                v = net[k]
+                parts = v.split(".") if isinstance(v, str) else []
+                if len(parts) != 4 or not all(p.isdigit() and 0 <= int(p) <= 255 for p in parts):
+                    out.append("network.%s: %r is not a dotted IPv4 address" % (k, v))
+    return out
+
+
+def limits(defn):
+    """(max service groups, max caches per group) the board runs with (its RAM), from "limits"."""
+    lim = (defn or {}).get("limits") or {}
+    return lim.get("max_groups", 8), lim.get("max_caches", 32)
+
+
+def apply_limits(raw, defn):
+    """Fit a raw config to the board: limits.max_caches defaults to the board's; returns the
+    problems (more groups or a larger max_caches than the board can hold)."""
+    groups, caches = limits(defn)
+    out = []
+    svcs = raw.get("services")
+    if isinstance(svcs, list) and len(svcs) > groups:
+        out.append("services: %d groups configured, board %s holds at most %d (its RAM; docs/performance.md)"
+                   % (len(svcs), defn.get("name"), groups))
+    lim = raw.get("limits")
+    if lim is None:
+        lim = raw["limits"] = {}
+    if isinstance(lim, dict):
+        mc = lim.get("max_caches")
+        if mc is None:
+            lim["max_caches"] = caches
+        elif isinstance(mc, int) and mc > caches:
+            out.append("limits.max_caches: %d, board %s holds at most %d caches per group" % (mc, defn.get("name"),
+                                                                                          caches))
+    if isinstance(svcs, list):
+        for i, s in enumerate(svcs):
+            if isinstance(s, dict) and isinstance(s.get("max_caches"), int) and s["max_caches"] > caches:
+                out.append("services[%d].max_caches: %d, board %s holds at most %d" % (i, s["max_caches"],
+                                                                                   defn.get("name"), caches))
+    return out
+
+
+class BoardWatchdog:
+    """machine.WDT with the timeout clamped to what the port accepts; ``feed()`` for the app."""
+
+    def __init__(self, machine_mod, defn, timeout_ms=0, log=print):
+        fam = (defn.get("mcu") or {}).get("family")
+        lo, hi = WDT_RANGE.get(fam, (1, DEFAULT_WATCHDOG_MS))
+        want = timeout_ms or defn.get("watchdog_ms", DEFAULT_WATCHDOG_MS)
+        self.timeout_ms = min(max(want, lo), hi)
+        self.note = None
+        if self.timeout_ms != want:
+            self.note = "watchdog %d ms clamped to %d ms (%s range %d..%d ms)" % (want, self.timeout_ms, fam, lo, hi)
+            log("board: " + self.note)
+        self.wdt = machine_mod.WDT(timeout=self.timeout_ms)
+
+    def feed(self):
+        self.wdt.feed()
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def commit_slot(slot_dir, log=print):
+    """The firmware in ``slot_dir`` (/fw/a or /fw/b) came up: make it the active slot if it is
+    the one on trial (written by `wccp flash` as /fw/try). True when a commit happened."""
+    import os
+    try:
+        with open("/fw/try") as f:
+            trial = f.read().strip()
+    except OSError:
+        return False
+    if not slot_dir.endswith("/" + trial):
+        return False
+    with open("/fw/active.new", "w") as f:
+        f.write(trial)
+    os.rename("/fw/active.new", "/fw/active")
+    for p in ("/fw/try", "/fw/try.boot"):
+        try:
+            os.remove(p)
+        except OSError:
+            pass
+    log("wccp: slot %s committed" % trial)
+    return True

@@ -27,9 +27,9 @@ from wccp.const import (
 )
 
 try:
-    import hashlib
-except ImportError:  # pragma: no cover - a port without hashlib cannot do MD5
-    hashlib = None
+    from hashlib import md5 as _md5
+except ImportError:     # rp2 before MicroPython 1.27 builds hashlib without md5
+    from wccp.md5 import md5 as _md5
 
 pack_into = struct.pack_into
 _CPY = sys.implementation.name != "micropython"
@@ -1027,7 +1027,7 @@ def sign_md5(buf, length, password):
         return False
     for i in range(d, d + 16):
         buf[i] = 0
-    h = hashlib.md5(pw)
+    h = _md5(pw)
     h.update(memoryview(buf)[:length])
     buf[d:d + 16] = h.digest()
     return True
@@ -1050,7 +1050,7 @@ def verify_md5(data, password):
         tmp = bytearray(b[:end])
         for i in range(d, d + 16):
             tmp[i] = 0
-        h = hashlib.md5(pw)
+        h = _md5(pw)
         h.update(tmp)
         want = h.digest()
     except WccpError:

@@ -285,7 +285,7 @@ class FpgaDataPlane(DataPlane):
             # the register map has no closed-service flag or redirect-list yet (docs/regmap.md):
             # a table this data plane refuses, like any other out-of-range table
             raise ValueError("register map %d.%d cannot hold a closed service or a redirect-list"
-                            % (R.REGMAP_VERSION >> 8, R.REGMAP_VERSION & 0xFF))
+                            % (R.REGMAP_VERSION >> 16, R.REGMAP_VERSION & 0xFFFF))
 
     def set_next_hop(self, port, mac):
         self._check_port(port)

@@ -105,12 +105,14 @@ class _Base:
                 raise LoadError("%s did not go %s within %d ms" % (what, "high" if value else "low", timeout_ms))
             self.sleep_ms(1)
 
-    def _stream(self, f):
-        """Send the file through the SPI bus in chunks; returns the byte count."""
+    def _stream(self, f, first=0):
+        """Send the file through the SPI bus in chunks (the first `first` bytes are already in the
+        buffer); returns the byte count."""
         total = 0
         mv = self.mv
         while True:
-            n = f.readinto(self.buf)
+            n = first or f.readinto(self.buf)
+            first = 0
             if not n:
                 break
             self.spi.write(mv[:n] if n < len(self.buf) else self.buf)
@@ -127,6 +129,32 @@ def _open(src):
         except OSError as e:
             raise LoadError("cannot open bitstream %s: %s" % (src, e))
     return src, False
+
+
+def bitstream_idcode(data):
+    """The IDCODE an ECP5 bitstream's VERIFY_ID command (0xE2 000000 + 4 bytes, after the 0xFFFFBDB3
+    preamble) names, or None when its first bytes hold none (prjtrellis, docs/architecture/
+    bitstream_format.rst)."""
+    p = bytes(data).find(b"\xff\xff\xbd\xb3")
+    if p < 0:
+        return None
+    i = p + 4
+    n = len(data)
+    while i < n and data[i] == 0xFF:
+        i += 1
+    while i + 8 <= n:
+        op = data[i]
+        if op == 0xE2:
+            return (data[i + 4] << 24) | (data[i + 5] << 16) | (data[i + 6] << 8) | data[i + 7]
+        if op == 0x3B or op == 0x46:        # LSC_RESET_CRC, LSC_INIT_ADDRESS: no payload
+            i += 4
+        elif op == 0x22:                    # LSC_PROG_CNTRL0: 4 bytes
+            i += 8
+        elif op == 0xFF:
+            i += 1
+        else:
+            return None
+    return None
 
 
 class Ecp5Loader(_Base):
@@ -190,10 +218,15 @@ class Ecp5Loader(_Base):
         """Configure from a file name or a binary stream; returns (bytes sent, status word)."""
         f, close = _open(src)
         try:
+            first = f.readinto(self.buf) or 0
+            want = bitstream_idcode(self.mv[:first])
             self.reset()
             ident = self.read_id()
             if self.idcode is not None and ident != self.idcode:
                 raise LoadError("IDCODE 0x%08x, expected 0x%08x (wrong FPGA or no SPI link)" % (ident, self.idcode))
+            if want is not None and want != ident:
+                raise LoadError("the bitstream is built for IDCODE 0x%08x, the FPGA is 0x%08x: not loaded"
+                                % (want, ident))
             self._command(ISC_ENABLE)
             self._wait_not_busy(100, "ISC_ENABLE")
             self._command(ISC_ERASE, 0x01)
@@ -205,7 +238,7 @@ class Ecp5Loader(_Base):
             self.cs.value(0)
             try:
                 self.spi.write(cmd)
-                total = self._stream(f)
+                total = self._stream(f, first)
             finally:
                 self.cs.value(1)
             if total == 0:

@@ -8,7 +8,7 @@ except ImportError:  # CPython
         return x
 
 ID_VALUE = const(0x57434350)
-REGMAP_VERSION = const(0x00010100)
+REGMAP_VERSION = const(0x00010002)
 NUM_PORTS = const(2)
 MAX_GROUPS = const(8)
 MAX_CACHES = const(32)
@@ -63,6 +63,7 @@ ROUTER_ID = const(0x000008)
 MAC_HI = const(0x000009)
 MAC_LO = const(0x00000A)
 MTU = const(0x00000B)
+BUILD_ID = const(0x00000C)
 NEXTHOP_MAC_HI = const(0x000010)
 NEXTHOP_MAC_HI_STRIDE = const(2)
 NEXTHOP_MAC_HI_COUNT = const(8)

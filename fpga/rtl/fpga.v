@@ -4,7 +4,9 @@
 // wccp.lpf (provisional).
 `timescale 1ns / 1ps
 `default_nettype none
-module fpga (
+module fpga #(
+    parameter [31:0] BUILD_ID = 32'd0     // the build passes it (fpga/tools/synth.py --build-id)
+) (
     input  wire       clk25,
     output wire       led_n,
     output wire       phy_rst_n,
@@ -80,7 +82,7 @@ module fpga (
 
     wire active;
     /* verilator lint_off PINCONNECTEMPTY */
-    fpga_core core (
+    fpga_core #(.BUILD_ID(BUILD_ID)) core (
         .clk(clk), .rst(rst),
         .gmii0_rxd(g0_rxd), .gmii0_rx_dv(g0_rx_dv), .gmii0_rx_er(g0_rx_er),
         .gmii0_txd(g0_txd), .gmii0_tx_en(g0_tx_en), .gmii0_tx_er(g0_tx_er),

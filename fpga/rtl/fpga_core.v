@@ -5,6 +5,7 @@
 `include "wccp_regmap.vh"
 module fpga_core #(
     parameter CLK_PER_US = 125,
+    parameter [31:0] BUILD_ID = 32'd0,
     parameter BUF_AW = 12
 ) (
     input  wire        clk,
@@ -123,7 +124,7 @@ module fpga_core #(
     wire [53:0]   ln_wdata = rg_ln_wr ? rg_ln_data :
                              (lr_valid0 ? {2'b11, 4'd0, lr_mac0} : {2'b11, 4'd1, lr_mac1});
 
-    wccp_regs #(.CLK_PER_US(CLK_PER_US)) regs (
+    wccp_regs #(.CLK_PER_US(CLK_PER_US), .BUILD_ID(BUILD_ID)) regs (
         .clk(clk), .rst(rst_bus), .reg_addr(reg_addr), .reg_wr(reg_wr), .reg_wdata(reg_wdata),
         .reg_rd(reg_rd), .reg_rdata(rg_rdata), .reg_rvalid(rg_rvalid),
         .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu), .nh_mac(nh_mac),

@@ -9,7 +9,8 @@
 `default_nettype none
 module wccp_regs #(
     parameter CLK_PER_US = 125,
-    parameter WDT_RESET_US = 1000000
+    parameter WDT_RESET_US = 1000000,
+    parameter [31:0] BUILD_ID = 32'd0      // read back at BUILD_ID (set by the build)
 ) (
     input  wire          clk,
     input  wire          rst,
@@ -160,14 +161,14 @@ module wccp_regs #(
             r_rd <= 1'b0;
         end
     end
-    // global block read: one-hot select of registers 0..11 (the rest reads 0), registered
-    reg  [11:0] r_sel, r_sel2;
+    // global block read: one-hot select of registers 0..12 (the rest reads 0), registered
+    reg  [12:0] r_sel, r_sel2;
     reg         r_v2;
     integer k;
     always @(posedge clk) begin
-        for (k = 0; k < 12; k = k + 1)
+        for (k = 0; k < 13; k = k + 1)
             r_sel[k] <= in_glob && a_oh[k];
-        r_sel2 <= r_rd ? r_sel : 12'd0;
+        r_sel2 <= r_rd ? r_sel : 13'd0;
         r_v2 <= r_rd && !cc_rd && !bc_rd && !uc_rd && !st_rd && !rst;
         reg_rvalid <= r_v2 && !rst;
     end
@@ -334,7 +335,8 @@ module wccp_regs #(
                      ({32{r_sel2[`WCCP_ROUTER_ID]}} & s_router_id) |
                      ({32{r_sel2[`WCCP_MAC_HI]}} & {16'd0, s_mac[47:32]}) |
                      ({32{r_sel2[`WCCP_MAC_LO]}} & s_mac[31:0]) |
-                     ({32{r_sel2[`WCCP_MTU]}} & {16'd0, s_mtu});
+                     ({32{r_sel2[`WCCP_MTU]}} & {16'd0, s_mtu}) |
+                     ({32{r_sel2[`WCCP_BUILD_ID]}} & BUILD_ID);
     end
 
     // shadow group configuration: the write is decoded to one strobe per (slot, register)

@@ -75,6 +75,16 @@ def place_and_route(a, netlist, lpf, d, seed, timeout):
     return fmax, util, t, d
 
 
+def rtl_build_id(srcs):
+    """Default BUILD_ID: the first 32 bits of the SHA-256 over the RTL sources (and the register map
+    include), in file-name order."""
+    import hashlib
+    h = hashlib.sha256()
+    for s in sorted(srcs) + [str(RTL / "wccp_regmap.vh")]:
+        h.update(pathlib.Path(s).read_bytes())
+    return int(h.hexdigest()[:8], 16)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--board", default="colorlight_5a75b")
@@ -86,6 +96,8 @@ def main(argv=None):
                     help="board top: constrain the 125 MHz core clock net 'clk' to this for place and route "
                          "(nextpnr would otherwise derive 125 MHz from the PLL and stop improving paths "
                          "once they meet 8 ns; 0 = keep the derived 125 MHz)")
+    ap.add_argument("--build-id", help="BUILD_ID register value (hex); default: the first 8 hex digits of the "
+                    "SHA-256 of the RTL sources, so the firmware can tell which bitstream answers")
     ap.add_argument("--seeds", help="seed sweep, e.g. 1,2,3,4: place and route each (--jobs at a time, each "
                     "in <out>/seed<N>/), keep the fastest core clock; report.json lists them all")
     ap.add_argument("--jobs", type=int, default=2, help="parallel nextpnr runs of a seed sweep")
@@ -102,8 +114,9 @@ def main(argv=None):
     if a.top != "fpga":
         srcs = [s for s in srcs if not s.endswith("/fpga.v")]
     netlist = out / ("%s.json" % a.top)
-    ys = "read_verilog -I%s %s; synth_ecp5 -top %s -json %s; tee -o %s stat" % (
-        RTL, " ".join(srcs), a.top, netlist, out / ("%s_yosys_stat.txt" % a.top))
+    build_id = int(a.build_id, 16) if a.build_id else rtl_build_id(srcs)
+    ys = "read_verilog -I%s %s; chparam -set BUILD_ID %d %s; synth_ecp5 -top %s -json %s; tee -o %s stat" % (
+        RTL, " ".join(srcs), build_id, a.top, a.top, netlist, out / ("%s_yosys_stat.txt" % a.top))
     # synth_ecp5 maps with abc9 (timing-driven) by default in this yosys; -abc9 is a no-op
     t_syn = 0.0
     if not a.pnr_only or not netlist.exists():
@@ -141,7 +154,8 @@ def main(argv=None):
     timing = out / ("%s_timing.json" % a.top)
     rep = {"top": a.top, "board": a.board, "seed": best, "pnr_args": a.pnr_args, "core_mhz_constraint": a.core_mhz if lpf else a.freq,
            "device": "LFE5U-25F-6 CABGA256", "fmax_mhz": fmax,
-           "util": util, "yosys_s": round(t_syn, 1), "nextpnr_s": round(t_pnr, 1)}
+           "util": util, "yosys_s": round(t_syn, 1), "nextpnr_s": round(t_pnr, 1),
+           "build_id": "0x%08x" % build_id}
     if len(seeds) > 1:
         rep["seeds"] = {str(sd): (core_fmax(r[0]) if r else None) for sd, r in sorted(runs.items())}
     # the core clock's slowest registers against the 150 MHz goal (all of them: endpoints.py)

@@ -258,6 +258,41 @@ def _validate_mcu(d, problems):
     if ("creset" in ctl) != ("cdone" in ctl):
         problems.append("fpga_control: iCE40 loading needs both creset and cdone")
 
+    res = d.get("reserved_pins")   # pins the module itself uses (e.g. a WROVER's PSRAM)
+    if res is not None:
+        if not isinstance(res, dict):
+            problems.append("reserved_pins: must be an object {pin: what uses it}")
+        else:
+            for pin, why in sorted(res.items()):
+                use(pin, "reserved", "reserved_pins.%s (%s)" % (pin, why))
+    lim = d.get("limits")          # what the board's RAM holds (docs/performance.md, per-board heap)
+    if lim is not None:
+        if not isinstance(lim, dict):
+            problems.append("limits: must be an object {max_groups, max_caches}")
+        else:
+            for k, hi in (("max_groups", 8), ("max_caches", 32)):
+                v = lim.get(k)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi):
+                    problems.append("limits.%s: %r must be 1..%d" % (k, v, hi))
+    for key, field in (("ram", "heap_kib"), ("flash", "filesystem_kib")):
+        blk = d.get(key)
+        if blk is not None:
+            v = blk.get(field) if isinstance(blk, dict) else None
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                problems.append("%s.%s: must be a positive integer (KiB)" % (key, field))
+            elif not isinstance(blk.get("source"), str) or not blk["source"]:
+                problems.append("%s.source: say where the figure comes from" % key)
+    sm = d.get("safe_mode")
+    if sm is not None:
+        if not isinstance(sm, dict) or "pin" not in sm:
+            problems.append("safe_mode: must be an object {pin, active, pull}")
+        else:
+            use(sm["pin"], "safe_mode", "safe_mode.pin")
+            if sm.get("active") not in (0, 1):
+                problems.append("safe_mode.active: must be 0 or 1 (the level that means 'held')")
+            if sm.get("pull", "up") not in ("up", "external"):
+                problems.append("safe_mode.pull: must be 'up' (internal pull-up) or 'external'")
+
     fb = _req(d, "fpga_board", str, "board", problems)
     if fb is not None:
         if not os.path.exists(board_path(fb)):

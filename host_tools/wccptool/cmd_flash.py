@@ -13,6 +13,8 @@ def register(sub):
     p.add_argument("--port", required=True, help="serial device, e.g. /dev/ttyUSB0 or the vboard's /dev/pts/N")
     p.add_argument("--config", help="router configuration JSON (validated before copying)")
     p.add_argument("--bitstream", help="FPGA bitstream to copy (fpga.bit in the firmware slot)")
+    p.add_argument("--fpga-build-id", help="BUILD_ID (hex) the firmware requires of the FPGA (default: from the "
+                                          "report.json `wccp synth` wrote next to --bitstream; none: any build)")
     p.add_argument("--source", action="store_true", help="copy .py sources instead of compiling to .mpy")
     p.add_argument("--mip", action="store_true", help="install firmware/package.json dependencies with mip (needs "
                                                       "the host online; the firmware runs without them)")
@@ -35,7 +37,7 @@ def run(args):
     try:
         flash(args.board, args.port, config=args.config, bitstream=args.bitstream, compile=not args.source,
               mip=args.mip, check=args.check, boot_wait=args.boot_wait, firmware_dir=args.firmware_dir,
-              progress=lambda m: print(m, flush=True))
+              fpga_build_id=args.fpga_build_id, progress=lambda m: print(m, flush=True))
     except (FlashError, BoardError, OSError) as e:
         print("wccp flash: error: %s" % e, file=sys.stderr)
         return 1

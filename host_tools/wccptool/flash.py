@@ -43,6 +43,10 @@ SLOTS = ("a", "b")
 PLATFORMS = {"esp32": ("esp32",), "stm32": ("pyboard",), "rp2": ("rp2",), "unix": ("linux", "darwin")}
 
 
+MIN_HEAP_KIB = 168         # the firmware's heap at 1 group, 32-bit equivalent (docs/performance.md, per-board heap)
+FS_RESERVE = 16 * 1024     # launcher, config/board copies, state files
+
+
 class FlashError(Exception):
     pass
 
@@ -101,25 +105,70 @@ def compile_mpy(exe, src, dst, sub_version):
 # ---------------------------------------------------------------- on-board code
 
 LAUNCHER = '''# wccp launcher (installed by `wccp flash`): runs the active firmware slot.
+# A slot on trial (/fw/try, written by `wccp flash`) runs once; if it has not committed itself
+# (wccp.board.commit_slot, once it runs) by the next reset, the launcher returns to /fw/active.
+# Safe mode: the board definition's safe_mode pin at its active level skips the firmware.
 import os
 import sys
 
 
+def _wccp_read(name):
+    try:
+        with open(name) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _wccp_safe():
+    try:
+        import json
+        import machine
+        with open("/board.json") as f:
+            sm = json.loads(f.read()).get("safe_mode")
+        if not sm:
+            return False
+        n = sm["pin"]
+        pid = int(n[4:]) if n.startswith("GPIO") else int(n[2:]) if n.startswith("GP") else n[1:]
+        if sm.get("pull") == "up":
+            pin = machine.Pin(pid, machine.Pin.IN, machine.Pin.PULL_UP)
+        else:
+            pin = machine.Pin(pid, machine.Pin.IN)
+        return pin.value() == sm.get("active", 0)
+    except Exception as e:  # noqa: BLE001 - never block the boot on this
+        print("wccp: safe-mode pin not read: %%s" %% e)
+        return False
+
+
 def _wccp_slot():
+    trial = _wccp_read("/fw/try")
+    if trial in ("a", "b") and "%(name)s" == "boot.py":
+        # boot.py runs before main.py in the same boot: main.py's launcher does the bookkeeping
+        if _wccp_read("/fw/try.boot") is None:
+            return "/fw/" + trial, True
+    elif trial in ("a", "b"):
+        if _wccp_read("/fw/try.boot") is None:
+            with open("/fw/try.boot", "w") as f:
+                f.write("1")
+            print("wccp: slot %%s on trial" %% trial)
+            return "/fw/" + trial, True
+        for p in ("/fw/try", "/fw/try.boot"):
+            try:
+                os.remove(p)
+            except OSError:
+                pass
+        print("wccp: slot %%s did not come up; back to slot %%s" %% (trial, _wccp_read("/fw/active")))
     for name in ("/fw/active", "/fw/active.new"):
-        try:
-            with open(name) as f:
-                s = f.read().strip()
-        except OSError:
-            continue
+        s = _wccp_read(name)
         if s in ("a", "b"):
-            return "/fw/" + s
-    return None
+            return "/fw/" + s, False
+    return None, False
 
 
-_s = _wccp_slot()
+_s, _trial = (None, False) if _wccp_safe() else _wccp_slot()
 if _s is None:
-    print("wccp: no firmware slot active")
+    print("wccp: safe mode (safe-mode pin held): firmware not started" if _wccp_safe()
+          else "wccp: no firmware slot active")
 else:
     os.chdir(_s)
     if _s not in sys.path:
@@ -137,7 +186,15 @@ else:
     with open(_s + "/%(name)s") as _f:
         _src = _f.read()
     del _f
-    exec(compile(_src, _s + "/%(name)s", "exec"), globals())
+    try:
+        exec(compile(_src, _s + "/%(name)s", "exec"), globals())
+    except Exception as e:  # noqa: BLE001
+        sys.print_exception(e)
+        if _trial:
+            # a slot on trial that crashes: reset now, the next boot returns to the old slot
+            print("wccp: slot on trial failed; resetting to the previous slot")
+            import machine
+            machine.reset()
 '''
 
 ONBOARD_HELPERS = r'''
@@ -171,6 +228,10 @@ def _w_sha(p):
                 break
             h.update(b if n == 1024 else b[:n])
     return binascii.hexlify(h.digest()).decode()
+_w_wdt = None
+def _w_feed():
+    if _w_wdt is not None:
+        _w_wdt.feed()
 def _w_read(p):
     try:
         with open(p) as f:
@@ -214,7 +275,7 @@ def _git_commit():
 
 class Flasher:
     def __init__(self, board, port, config=None, bitstream=None, firmware_dir=None, compile=True, mip=False,
-                 check="auto", boot_wait=3.0, progress=print, transport=None, fail_after=None):
+                 check="auto", boot_wait=3.0, progress=print, transport=None, fail_after=None, fpga_build_id=None):
         self.board = boards.load(board) if isinstance(board, str) else board
         if self.board.get("kind") != "mcu":
             raise FlashError("board %r is an FPGA board; flash an MCU board (it names its FPGA board)"
@@ -230,6 +291,7 @@ class Flasher:
         self.progress = progress
         self.t = transport
         self.fail_after = fail_after      # tests: simulate an interrupted upload after N files
+        self.fpga_build_id = fpga_build_id    # the BUILD_ID the firmware expects from the FPGA
         self.info = {}
 
     # -- transport
@@ -260,10 +322,27 @@ class Flasher:
         else:
             raise FlashError("%s does not answer like a MicroPython board (raw REPL): %s" % (self.port, err))
         self.t.exec(ONBOARD_HELPERS)
+        self._hold_watchdog()
+
+    def _hold_watchdog(self):
+        """The firmware runs with the watchdog on, and a soft reset does not stop it: take it over
+        at the longest timeout the port allows and feed it with every command of the flash (the
+        reset at the end, or a flash that dies half-way, restarts the board as usual)."""
+        if self.board["micropython"]["port"] == "unix":
+            return
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("_wccp_fw_board", os.path.join(FIRMWARE_DIR, "wccp", "board.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        hi = mod.WDT_RANGE.get(self.board["mcu"]["family"], (1, 8000))[1]
+        try:
+            self.t.exec("import machine\n_w_wdt = machine.WDT(timeout=%d)\n_w_wdt.feed()" % min(hi, 30000))
+        except Exception as e:  # noqa: BLE001 - a port without a WDT: nothing to hold
+            self.progress("note: watchdog not taken over: %s" % (getattr(e, "error_output", None) or e))
 
     def _exec(self, code):
         try:
-            return self.t.exec(code).decode()
+            return self.t.exec("_w_feed()\n" + code).decode()
         except Exception as e:
             msg = (getattr(e, "error_output", None) or str(e)).strip()
             raise FlashError("board error: %s" % (msg.splitlines()[-1] if msg else repr(e))) from None
@@ -283,13 +362,23 @@ class Flasher:
     def identify(self):
         info = self._eval('{"platform": sys.platform, "version": list(sys.implementation.version[:3]), '
                           '"mpy": getattr(sys.implementation, "_mpy", None), "name": sys.implementation.name, '
-                          '"machine": getattr(sys.implementation, "_machine", "")}')
+                          '"machine": getattr(sys.implementation, "_machine", ""), '
+                          '"md5": hasattr(hashlib, "md5"), '
+                          '"vboard": getattr(__import__("machine"), "VBOARD", None), '
+                          '"heap_free": __import__("gc").mem_free() if hasattr(__import__("gc"), "mem_free") else None}')
         self.info = info
         mp = self.board["micropython"]
         if info["name"] != "micropython":
             raise FlashError("%s runs %s, not MicroPython" % (self.port, info["name"]))
         verstr = ".".join(str(x) for x in info["version"])
-        if info["platform"] not in PLATFORMS.get(mp["port"], (mp["port"],)):
+        emulated = info.get("vboard") is not None and info["platform"] in PLATFORMS["unix"]
+        if emulated and info["vboard"] != self.board["name"]:
+            raise FlashError("board mismatch: --board %s, but %s is an emulated %s" % (
+                self.board["name"], self.port, info["vboard"]))
+        if emulated:
+            self.progress("board: emulated %s (MicroPython unix port with the %s port's machine/network)"
+                          % (info["vboard"], mp["port"]))
+        elif info["platform"] not in PLATFORMS.get(mp["port"], (mp["port"],)):
             raise FlashError("board mismatch: --board %s expects a MicroPython %s port, but the board on %s reports "
                              "sys.platform=%r (%s)" % (self.board["name"], mp["port"], self.port, info["platform"],
                                                        info["machine"]))
@@ -303,11 +392,19 @@ class Flasher:
         if ver != 6:
             raise FlashError("unsupported .mpy version %d on the board (MicroPython %s); the firmware needs .mpy v6 "
                              "(MicroPython >= 1.19)" % (ver, verstr))
-        if mp["port"] != "unix" and arch != mp["mpy_arch"]:
+        if mp["port"] != "unix" and not emulated and arch != mp["mpy_arch"]:
             raise FlashError("board mismatch: --board %s has native arch %s, the board reports %s"
                              % (self.board["name"], mp["mpy_arch"], arch))
         self.mpy = (ver, sub, arch)
-        self.progress("board: MicroPython %s on %s, .mpy v%d.%d (%s)" % (verstr, info["platform"], ver, sub, arch))
+        self.progress("board: MicroPython %s on %s, .mpy v%d.%d (%s), %s bytes of heap free" % (
+            verstr, info["platform"], ver, sub, arch, info.get("heap_free")))
+        if not info.get("md5"):
+            if not os.path.exists(os.path.join(self.firmware_dir, "wccp", "md5.py")) and \
+                    os.path.exists(os.path.join(self.firmware_dir, "wccp", "codec.py")):
+                raise FlashError("the board's hashlib has no md5 and the firmware has no fallback: WCCP "
+                                 "passwords (MD5 security) would fail")
+            self.progress("note: the board's hashlib has no md5: WCCP MD5 security uses the firmware's "
+                          "pure-Python MD5 (wccp/md5.py; cost in docs/performance.md)")
         if sub != mp["mpy_sub_version"]:
             self.progress("note: board definition expects .mpy v6.%d, compiling for the board's v6.%d"
                           % (mp["mpy_sub_version"], sub))
@@ -353,7 +450,17 @@ class Flasher:
             try:
                 sys.path.insert(0, self.firmware_dir)
                 from wccp import config as fwconfig
-                fwconfig.load(cfg_text)
+                raw = json.loads(cfg_text)
+                if not isinstance(raw, dict):
+                    raise ValueError("must be a JSON object")
+                probs = []
+                if self.board["micropython"]["port"] != "unix":
+                    # what firmware/main.py does on a board: the "network" object and the board's limits
+                    from wccp import board as fwboard
+                    probs = fwboard.check_net(raw.pop("network", None)) + fwboard.apply_limits(raw, self.board)
+                if probs:
+                    raise ValueError("; ".join(probs))
+                fwconfig.load(raw)
             except ImportError:
                 json.loads(cfg_text)
             except ValueError as e:
@@ -366,16 +473,46 @@ class Flasher:
             if not os.path.exists(self.bitstream):
                 raise FlashError("bitstream %s not found" % self.bitstream)
             files.append((self.bitstream, "fpga.bit"))
+        build_id = self.fpga_build_id
+        if build_id is None and self.bitstream:
+            # `wccp synth` writes report.json (with the BUILD_ID it built in) next to fpga.bit
+            rep = os.path.join(os.path.dirname(os.path.abspath(self.bitstream)), "report.json")
+            try:
+                with open(rep) as f:
+                    build_id = json.load(f).get("build_id")
+            except (OSError, ValueError):
+                build_id = None
         manifest = {"version": firmware_version(self.firmware_dir), "commit": _git_commit(),
                     "board": self.board["name"], "mpy": "6.%d" % self.mpy[1] if self.compile else "source",
                     "flashed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "files": {rel: _sha256(loc) for loc, rel in files}}
+        if build_id is not None:
+            manifest["fpga_build_id"] = build_id if isinstance(build_id, str) else "0x%08x" % build_id
         mf = os.path.join(out_dir, "manifest.json")
         with open(mf, "w") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
         files.append((mf, "manifest.json"))
         self.manifest = manifest
         return files
+
+    def check_fits(self, files):
+        """Refuse a board that cannot run the product: too little heap for the firmware at its
+        smallest limits, or a filesystem that cannot hold two firmware slots."""
+        b = self.board
+        why = []
+        ram = (b.get("ram") or {}).get("heap_kib")
+        if ram is not None and ram < MIN_HEAP_KIB:
+            why.append("it has about %d KiB of heap after network start-up and the firmware needs %d KiB "
+                       "(docs/performance.md, per-board heap table)" % (ram, MIN_HEAP_KIB))
+        fs = (b.get("flash") or {}).get("filesystem_kib")
+        total = sum(os.path.getsize(loc) for loc, _ in files)
+        if fs is not None and 2 * total + FS_RESERVE > fs * 1024:
+            why.append("its filesystem (%d KiB) cannot hold two firmware slots of %d KiB plus %d KiB of state "
+                       "(A/B updates with rollback need both slots)" % (fs, (total + 1023) // 1024,
+                                                                       FS_RESERVE // 1024))
+        if why:
+            raise FlashError("board %s cannot run this firmware: %s; it would need the firmware frozen into "
+                             "its MicroPython build" % (b["name"], "; ".join(why)))
 
     def active_slot(self):
         return self._eval('_w_read("/fw/active")')
@@ -393,12 +530,20 @@ class Flasher:
                 raise FlashError("simulated interruption after %d files" % i)
             with open(loc, "rb") as f:
                 data = f.read()
-            try:
-                self.t.fs_writefile(base + "/" + rel, data, chunk_size=1024)
-            except Exception as e:
-                raise FlashError("writing %s failed: %s" % (rel, e)) from None
+            self._write_file(base + "/" + rel, data, rel)
             done += len(data)
             self.progress("[%d/%d] %-28s %7d B  %3d%%" % (i + 1, len(files), rel, len(data), done * 100 // max(total, 1)))
+
+    def _write_file(self, path, data, what):
+        """Write a file on the board in 1 KiB chunks (as mpremote's fs_writefile does), feeding the
+        watchdog with each chunk."""
+        try:
+            self._exec("_w_f = open(%r, 'wb')" % path)
+            for i in range(0, len(data), 1024):
+                self._exec("_w_f.write(%r)" % bytes(data[i:i + 1024]))
+            self._exec("_w_f.close()")
+        except FlashError as e:
+            raise FlashError("writing %s failed: %s" % (what, e)) from None
 
     def verify(self, files, slot):
         base = "/fw/" + slot
@@ -409,25 +554,33 @@ class Flasher:
             raise FlashError("hash mismatch on the board for %s" % ", ".join(bad))
         self.progress("verify: %d files match (sha256 on the board)" % len(want))
 
-    def commit(self, slot):
+    def commit(self, slot, trial=False):
+        """Make `slot` the one that boots: on trial (/fw/try: the launcher runs it once, it commits
+        itself once it runs, otherwise the next reset returns to the active slot) when another slot
+        is active, else active at once."""
         launcher = LAUNCHER % {"name": "main.py"}
-        code = ('_w_mkdirs("/fw")\n'
-                'with open("/fw/active.new", "w") as f:\n f.write(%r)\n'
-                'os.rename("/fw/active.new", "/fw/active")\n' % slot)
+        self._exec("_w_rm('/fw/try.boot')\n_w_rm('/fw/try')")
+        if trial:
+            code = ('with open("/fw/try.new", "w") as f:\n f.write(%r)\n'
+                    'os.rename("/fw/try.new", "/fw/try")\n' % slot)
+        else:
+            code = ('_w_mkdirs("/fw")\n'
+                    'with open("/fw/active.new", "w") as f:\n f.write(%r)\n'
+                    'os.rename("/fw/active.new", "/fw/active")\n' % slot)
         self._exec(code)
         # the launcher is the same for every firmware version: install it only when it differs
         for name, text in (("main.py", launcher),) + ((("boot.py", LAUNCHER % {"name": "boot.py"}),)
                                                       if "boot.py" in self.manifest["files"] else ()):
             cur = self._eval("_w_sha(%r) if _w_read(%r) is not None else None" % ("/" + name, "/" + name))
             if cur != hashlib.sha256(text.encode()).hexdigest():
-                self.t.fs_writefile("/" + name + ".new", text.encode(), chunk_size=1024)
+                self._write_file("/" + name + ".new", text.encode(), name)
                 self._exec("os.rename(%r, %r)" % ("/" + name + ".new", "/" + name))
         # convenience copies at the root (the slot has the authoritative ones)
         for rel in ("board.json", "config.json"):
             if rel in self.manifest["files"]:
                 self._exec("with open('/fw/%s/%s','rb') as a:\n with open('/%s','wb') as b:\n  b.write(a.read())"
                            % (slot, rel, rel))
-        self.progress("commit: slot %s active" % slot)
+        self.progress("commit: slot %s %s" % (slot, "on trial (committed once it runs)" if trial else "active"))
 
     def install_mip(self):
         pj = os.path.join(self.firmware_dir, "package.json")
@@ -469,8 +622,13 @@ class Flasher:
             if line.strip():
                 self.progress("  | " + line.rstrip())
         self.boot_output = text
+        if "wccp: safe mode" in text:
+            raise FlashError("the board is in safe mode (its safe-mode pin is held, docs/quickstart.md): the "
+                             "firmware did not start; release it and reset the board")
         if "Traceback" in text:
-            raise FlashError("the firmware raised an exception while booting (see the output above)")
+            raise FlashError("the firmware raised an exception while booting (see the output above)%s"
+                             % ("; it was on trial: the board goes back to the previous slot"
+                                if getattr(self, "trial", False) else ""))
         return text
 
     def _status_url(self):
@@ -504,7 +662,7 @@ class Flasher:
                     self.progress("up: %s answers, version %s, state: %s" % (url, ver or "?", state))
                     if ver is not None and ver != self.manifest["version"]:
                         raise FlashError("the board runs version %s, flashed %s" % (ver, self.manifest["version"]))
-                    if ver is not None or self.check == "status":
+                    if (ver is not None or self.check == "status") and self._committed_by_itself():
                         return st
                     status = st
                     break
@@ -537,12 +695,21 @@ class Flasher:
                 raise FlashError("the firmware raised an exception while booting (see the output above)")
         self.t.enter_raw_repl(soft_reset=False)
         self.t.exec(ONBOARD_HELPERS)
-        st = self._eval('{"active": _w_read("/fw/active"), "version": __import__("wccp").VERSION, '
-                        '"manifest": json.loads(open("/fw/" + _w_read("/fw/active") + "/manifest.json").read())'
-                        '["version"]}')
-        self.progress("up: slot %s, wccp version %s" % (st["active"], st["version"]))
+        st = self._eval('{"active": _w_read("/fw/active"), "trial": _w_read("/fw/try"), '
+                        '"version": __import__("wccp").VERSION, '
+                        '"heap_free": __import__("gc").mem_free() if hasattr(__import__("gc"), "mem_free") '
+                        'else None}')
+        running = st["trial"] or st["active"]
+        self.progress("up: slot %s, wccp version %s, %s bytes of heap free" % (running, st["version"],
+                                                                                  st.get("heap_free")))
         if st["version"] != self.manifest["version"]:
             raise FlashError("the board runs version %s, flashed %s" % (st["version"], self.manifest["version"]))
+        if st["trial"] == getattr(self, "slot", None):
+            # it booted and answered: commit it
+            self._exec('with open("/fw/active.new", "w") as f:\n f.write(%r)\n'
+                       'os.rename("/fw/active.new", "/fw/active")\n_w_rm("/fw/try")\n_w_rm("/fw/try.boot")'
+                       % st["trial"])
+            self.progress("commit: slot %s active (it booted and answered)" % st["trial"])
         try:
             self.t.exec_raw_no_follow("import machine; machine.reset()")
         except Exception:  # noqa: BLE001
@@ -552,6 +719,32 @@ class Flasher:
             self.progress("restart: machine.reset() after the REPL check")
         return st
 
+    def _committed_by_itself(self, timeout=12.0):
+        """After /status answered: a slot on trial commits itself once it has run a few seconds
+        (firmware/main.py prints "wccp: slot X committed"); False sends the check on to the REPL."""
+        if not getattr(self, "trial", False):
+            return True
+        want = "slot %s committed" % self.slot
+        seen = self.boot_output
+        end = time.monotonic() + timeout
+        while want not in seen and time.monotonic() < end:
+            try:
+                n = self.t.serial.in_waiting
+                chunk = self.t.serial.read(n) if n else b""
+            except Exception:  # noqa: BLE001
+                chunk = b""
+            if not chunk:
+                time.sleep(0.05)
+            seen += chunk.decode("utf-8", "replace")
+        for line in seen[len(self.boot_output):].splitlines():
+            if line.strip():
+                self.progress("  | " + line.rstrip())
+        self.boot_output = seen
+        if want in seen:
+            self.progress("commit: slot %s active (it answered and committed itself)" % self.slot)
+            return True
+        return False
+
     def run(self):
         t0 = time.monotonic()
         self.progress("connect: %s (board %s)" % (self.port, self.board["name"]))
@@ -560,12 +753,15 @@ class Flasher:
             self.identify()
             with tempfile.TemporaryDirectory(prefix="wccp-flash-") as tmp:
                 files = self.build(tmp)
+                self.check_fits(files)
                 cur = self.active_slot()
                 slot = "b" if cur == "a" else "a"
                 self.progress("upload: %d files to slot %s (active: %s)" % (len(files), slot, cur or "none"))
                 self.upload(files, slot)
                 self.verify(files, slot)
-            self.commit(slot)
+            self.trial = cur in ("a", "b")
+            self.slot = slot
+            self.commit(slot, trial=self.trial)
             if self.mip:
                 self.t.exit_raw_repl()
                 self.close()

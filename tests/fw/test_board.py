@@ -174,6 +174,64 @@ def test_load_bitstream_with_fakes():
         e = raises(fpgaload.LoadError, board.load_bitstream, d, M(), name, lambda s: None)
         assert "INITN" in str(e)
         assert board.load_bitstream(d, M(), "missing.bit") is False
+        # an FPGA board that boots from its own flash (configuration pins not wired): nothing is sent
+        fbp = scratch_name("board_test_fpga_board") + ".json"
+        with open("boards/colorlight_5a75b.json") as src, open(fbp, "w") as dst:
+            dst.write(src.read())
+        logs = []
+        spi.n = 0
+        try:
+            assert board.load_bitstream(d, M(), name, logs.append, fpga_board_path=fbp) is False
+        finally:
+            import os
+            os.remove(fbp)
+        assert spi.n == 0 and "boots from its own flash" in logs[0]
     finally:
         import os
         os.remove(name)
+
+
+def test_network_settings_checked():
+    assert board.check_net(None) == [] and board.check_net({"dhcp": True}) == []
+    assert board.check_net({"dhcp": False, "ip": "10.0.0.2", "netmask": "255.255.255.0", "gateway": "10.0.0.1"}) == []
+    assert board.check_net({"ip": "10.0.0.2"}) == []
+    probs = board.check_net({"dhcp": "yes", "ip": "10.0.0.300", "mask": "x"})
+    assert any("network.dhcp" in p for p in probs) and any("network.mask: unknown" in p for p in probs)
+    assert any("network.ip" in p for p in board.check_net({"dhcp": False}))
+    assert board.check_net([1]) != []
+
+
+def test_board_limits_enforced():
+    d = {"name": "small", "limits": {"max_groups": 2, "max_caches": 8}}
+    raw = {"services": [{"id": 0, "type": "standard"}]}
+    assert board.apply_limits(raw, d) == [] and raw["limits"]["max_caches"] == 8     # the board's default
+    raw = {"services": [{"id": i, "type": "dynamic"} for i in range(3)], "limits": {"max_caches": 32}}
+    probs = board.apply_limits(raw, d)
+    assert any("3 groups" in p and "at most 2" in p for p in probs), probs
+    assert any("limits.max_caches: 32" in p for p in probs), probs
+    probs = board.apply_limits({"services": [{"id": 1, "type": "dynamic", "max_caches": 9}]}, d)
+    assert any("services[0].max_caches" in p for p in probs), probs
+    assert board.limits(None) == (8, 32)
+
+
+def test_watchdog_clamped_to_the_port_range():
+    made = []
+
+    class WDT:
+        def __init__(self, timeout):
+            made.append(timeout)
+
+        def feed(self):
+            made.append("fed")
+
+    class M:
+        pass
+
+    M.WDT = WDT
+    logs = []
+    w = board.BoardWatchdog(M, {"mcu": {"family": "rp2040"}}, 20000, log=logs.append)
+    assert w.timeout_ms == 8388 and made == [8388] and "clamped" in logs[0]
+    w.feed()
+    assert made[-1] == "fed"
+    assert board.BoardWatchdog(M, {"mcu": {"family": "stm32f4"}}, 0).timeout_ms == board.DEFAULT_WATCHDOG_MS
+    assert board.BoardWatchdog(M, {"mcu": {"family": "rp2350"}}, 12000).timeout_ms == 12000

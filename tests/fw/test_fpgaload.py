@@ -22,8 +22,94 @@ class Pin:
             self.on_set(v)
 
 
+def crc16(data, crc=0):
+    """CRC-16/BUYPASS (polynomial 0x8005, no reflection), the ECP5 bitstream's CRC (prjtrellis
+    docs/architecture/bitstream_format.rst)."""
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x8005) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+FRAME_BYTES = 8      # the model device's configuration frame (the LFE5U-25's is 592 bits, 74 bytes)
+
+
+def check_bitstream(data, idcode, frame_bytes=FRAME_BYTES):
+    """What the ECP5's configuration logic checks in a slave-SPI burst: 0 when it ends with DONE, else
+    the BSE error code of LSC_READ_STATUS (1 ID, 2 illegal command, 3 CRC, 4 preamble, 7 end of data
+    before ISC_PROGRAM_DONE). Uncompressed bitstreams: LSC_PROG_INCR_RTI with a CRC after every frame."""
+    p = data.find(b"\xff\xff\xbd\xb3")
+    if p < 0:
+        return 4
+    i, n, crc = p + 4, len(data), 0
+    payload = {0xE2: 4, 0x22: 4, 0x02: 8, 0xC2: 4, 0x3B: 0, 0x46: 0, 0x5E: 0, 0xCE: 0}
+    while i < n:
+        op = data[i]
+        if op == 0xFF:
+            i += 1
+            continue
+        if i + 4 > n:
+            return 7
+        info = data[i + 1:i + 4]
+        if op == 0x82:                              # LSC_PROG_INCR_RTI: frames, each with its CRC
+            crc = crc16(data[i:i + 4], crc)
+            frames = (info[1] << 8) | info[2]
+            i += 4
+            for _ in range(frames):
+                frame = data[i:i + frame_bytes]
+                got = data[i + frame_bytes:i + frame_bytes + 2]
+                if len(got) < 2:
+                    return 7
+                if crc16(frame, crc) != (got[0] << 8 | got[1]):
+                    return 3
+                crc = 0
+                i += frame_bytes + 2 + 1            # + one 0xFF dummy byte between frames
+            continue
+        if op not in payload:
+            return 2
+        body = data[i + 4:i + 4 + payload[op]]
+        crc = crc16(data[i:i + 4 + payload[op]], crc)
+        i += 4 + payload[op]
+        if op == 0x3B:
+            crc = 0
+        if op == 0xE2 and (body[0] << 24 | body[1] << 16 | body[2] << 8 | body[3]) != idcode:
+            return 1
+        if info[0] & 0x80:                          # a CRC16 follows the command
+            got = data[i:i + 2]
+            if len(got) < 2 or crc != (got[0] << 8 | got[1]):
+                return 3
+            crc = 0
+            i += 2
+        if op == 0x5E:                              # ISC_PROGRAM_DONE
+            return 0
+    return 7
+
+
+def make_bitstream(idcode=0x41111043, frames=40, frame_bytes=FRAME_BYTES, seed=1):
+    """An uncompressed ECP5-style bitstream in the format check_bitstream() reads."""
+    out = bytearray(b"\xff\x00Part: LFE5U-25F\x00\x00\xff" + b"\xff\xff\xbd\xb3" + b"\xff" * 4)
+    out += bytes([0x3B, 0, 0, 0])                                   # LSC_RESET_CRC
+    head = bytes([0xE2, 0, 0, 0]) + idcode.to_bytes(4, "big")       # VERIFY_ID
+    head += bytes([0x22, 0, 0, 0, 0x40, 0, 0, 0]) + bytes([0x46, 0, 0, 0])
+    head += bytes([0x82, 0x91, frames >> 8, frames & 0xFF])
+    crc = crc16(head)
+    out += head
+    for k in range(frames):
+        frame = bytes((seed * 31 + k * 7 + j * 13) & 0xFF for j in range(frame_bytes))
+        c = crc16(frame, crc)
+        out += frame + bytes([c >> 8, c & 0xFF]) + b"\xff"
+        crc = 0
+    uc = bytes([0xC2, 0x80, 0, 0]) + b"\x00\x00\x00\x00"            # ISC_PROGRAM_USERCODE with CRC
+    c = crc16(uc)
+    out += uc + bytes([c >> 8, c & 0xFF]) + bytes([0x5E, 0, 0, 0]) + b"\xff" * 4
+    return bytes(out)
+
+
 class FakeEcp5:
-    """Records every transaction; answers READ_ID/LSC_READ_STATUS like an ECP5-25."""
+    """Records every transaction; answers READ_ID/LSC_READ_STATUS like an ECP5-25 and checks the
+    burst as the device does (check_bitstream: preamble, VERIFY_ID, command CRCs, frame CRCs,
+    ISC_PROGRAM_DONE)."""
 
     def __init__(self, idcode=0x41111043, busy_polls=1, fail=False):
         self.rec = Rec()
@@ -51,9 +137,9 @@ class FakeEcp5:
         if v == 1 and self.burst is not None:
             data = bytes(self.burst)
             self.burst = None
-            ok = data.find(b"\xff\xff\xbd\xb3") >= 0 and not self.fail
-            self.configured = ok
-            self.done.v = 1 if ok else 0
+            self.error = 3 if self.fail else check_bitstream(data, self.idcode)
+            self.configured = self.error == 0
+            self.done.v = 1 if self.configured else 0
         if v == 0:
             self.last = None
 
@@ -82,8 +168,8 @@ class FakeEcp5:
                 v |= fpgaload.STATUS_BUSY
             if self.configured:
                 v |= fpgaload.STATUS_DONE
-            elif self.fail:
-                v |= fpgaload.STATUS_FAIL | (3 << 23)
+            elif getattr(self, "error", 0):
+                v |= fpgaload.STATUS_FAIL | (self.error << 23)
         else:
             v = 0xFFFFFFFF
         for i in range(4):
@@ -114,7 +200,7 @@ class Stream:
         pass
 
 
-BITSTREAM = b"\xff\x00Part: LFE5U-25F\x00\x00\xff" + b"\xff\xff\xbd\xb3" + bytes(range(256)) * 40  # 10264 bytes
+BITSTREAM = make_bitstream(frames=800)        # 8 KiB and more: three 4 KiB chunks
 
 
 def loader(fake, **kw):
@@ -268,3 +354,37 @@ def test_loader_for_board_definitions():
     ld = fpgaload.loader_for(b, None, fi, {"cs": fi.cs, "creset": fi.creset, "cdone": fi.cdone})
     assert isinstance(ld, fpgaload.Ice40Loader)
     raises(fpgaload.LoadError, fpgaload.loader_for, b, fb, fake, {"cs": fake.cs})
+
+
+def test_ecp5_model_checks_what_the_device_checks():
+    # a good bitstream configures; the same with one bit flipped in a frame, another device's
+    # VERIFY_ID, no preamble, a truncated file or a bad command CRC does not, with the BSE code
+    good = make_bitstream(frames=5)
+    assert check_bitstream(good, 0x41111043) == 0
+    frame0 = good.index(bytes([0x82, 0x91, 0, 5])) + 4
+    flipped = bytearray(good)
+    flipped[frame0 + 3] ^= 0x10
+    assert check_bitstream(bytes(flipped), 0x41111043) == 3
+    assert check_bitstream(make_bitstream(idcode=0x41112043, frames=5), 0x41111043) == 1
+    assert check_bitstream(good.replace(b"\xff\xff\xbd\xb3", b"\xff\xff\xbd\xb2"), 0x41111043) == 4
+    assert check_bitstream(good[:frame0 + 20], 0x41111043) == 7
+    uc = good.index(bytes([0xC2, 0x80, 0, 0]))
+    bad_uc = bytearray(good)
+    bad_uc[uc + 5] ^= 1
+    assert check_bitstream(bytes(bad_uc), 0x41111043) == 3
+
+
+def test_ecp5_corrupt_frame_reported_as_crc_error():
+    data = bytearray(BITSTREAM)
+    data[data.index(bytes([0x82, 0x91])) + 4 + 100] ^= 0x01
+    e = raises(fpgaload.LoadError, loader(FakeEcp5(busy_polls=0)).load, Stream(bytes(data)))
+    assert "CRC error" in str(e)
+
+
+def test_ecp5_bitstream_for_another_device_refused_before_erase():
+    fake = FakeEcp5(busy_polls=0)
+    e = raises(fpgaload.LoadError, loader(fake).load, Stream(make_bitstream(idcode=0x41112043, frames=5)))
+    assert "built for IDCODE 0x41112043, the FPGA is 0x41111043" in str(e)
+    assert ("spi", b"\x0e\x01\x00\x00") not in fake.rec.log and not fake.configured
+    assert fpgaload.bitstream_idcode(BITSTREAM) == 0x41111043
+    assert fpgaload.bitstream_idcode(b"\x00" * 64) is None

@@ -20,6 +20,7 @@ except ImportError:
     cocotb = None
 
 CLK_PER_US = 5      # small prescaler so the watchdog runs in a few hundred cycles
+BUILD_ID = 0x5EED0C0D   # the build's identifier (a parameter the board top / build passes in)
 LIVE = ("router_id", "appl_mac", "mtu", "nh_mac", "grp_ctrl", "grp_svc", "grp_flags", "grp_ports")
 
 
@@ -147,6 +148,9 @@ async def test_id_and_readback(dut):
     await tb.reset()
     assert await tb.rd(R.ID) == R.ID_VALUE
     assert await tb.rd(R.VERSION) == R.REGMAP_VERSION
+    assert await tb.rd(R.BUILD_ID) == BUILD_ID
+    await tb.write(R.BUILD_ID, 0x11111111)          # read-only: a write changes nothing
+    assert await tb.rd(R.BUILD_ID) == BUILD_ID
     caps = await tb.rd(R.CAPS)
     assert caps == R.NUM_PORTS | R.MAX_GROUPS << 8 | R.MAX_CACHES << 16 | R.MAX_MASK_SETS << 24, hex(caps)
     assert await tb.rd(R.MTU) == 1500
@@ -162,7 +166,7 @@ async def test_id_and_readback(dut):
     # write-only / unmapped addresses read 0 (and do answer)
     rng = random.Random(1)
     await tb.write(R.GROUP_BASE + 1, 0x12345678)
-    for a in [R.GROUP_BASE + 1, R.CACHE_BASE, R.BUCKET_BASE + 3, 0x00000C, 0x000011, 0x7FFFFF] + \
+    for a in [R.GROUP_BASE + 1, R.CACHE_BASE, R.BUCKET_BASE + 3, 0x00000D, 0x000011, 0x7FFFFF] + \
              [rng.randrange(0x4000, 0x10000) for _ in range(4)]:
         assert await tb.read(a) == (1, 0), hex(a)
 
@@ -398,4 +402,4 @@ async def test_watchdog(dut):
 def test_wccp_regs(sim):
     wccp_tb.run_sim(sim, "wccp_regs", __file__,
                     sources=[wccp_tb.RTL / "wccp_regs.v", wccp_tb.RTL / "wccp_rst_buf.v"],
-                    parameters={"CLK_PER_US": CLK_PER_US})
+                    parameters={"CLK_PER_US": CLK_PER_US, "BUILD_ID": BUILD_ID})

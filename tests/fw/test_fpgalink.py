@@ -1,0 +1,129 @@
+"""wccp.fpgalink: identity before arming, fail-open while the FPGA is absent or wrong,
+retry, replay of the tables, recovery from an FPGA reset. The FPGA is the register-level
+model (wccp.fwdmodel.ModelRegisterFile) behind the real SPI framing."""
+from wccp import regmap as R
+from wccp.fpgalink import FpgaLink, check_identity
+from wccp.fwdmodel import ModelRegisterFile
+from wccp.transport import LoopbackTransport, TransportError
+
+
+class Wire:
+    """The SPI bus: an FPGA that can be unplugged, replaced or reset (a new register file)."""
+
+    def __init__(self):
+        self.fpga = None
+        self.build = 0
+        self.version = R.REGMAP_VERSION
+        self.ident = R.ID_VALUE
+
+    def transaction(self, mosi):
+        if self.fpga is None:
+            return bytearray(b"\xff" * len(mosi))      # nobody drives MISO: the pull-up
+        miso = self.fpga.transaction(mosi)
+        if mosi[0] == R.SPI_CMD_READ:
+            a = (mosi[1] << 16) | (mosi[2] << 8) | mosi[3]
+            n = (len(mosi) - 5) // 4
+            for i in range(n):
+                v = {R.ID: self.ident, R.VERSION: self.version, R.BUILD_ID: self.build}.get(a + i)
+                if v is not None:
+                    miso[5 + 4 * i:9 + 4 * i] = v.to_bytes(4, "big")
+        return miso
+
+
+class Broken:
+    def read(self, addr, n):
+        raise TransportError("SPI bus error")
+
+    def write(self, addr, words):
+        raise TransportError("SPI bus error")
+
+
+def _program(link):
+    link.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1500)
+    link.set_group(0, {"service_type": 0, "service_id": 0})
+    link.set_caches(0, [{"address": 0x0A000002}])
+    link.set_hash(0, bytes(256))
+    link.commit()
+    link.arm(3000)
+    link.heartbeat()
+
+
+def test_identity_rules():
+    assert check_identity(R.ID_VALUE, R.REGMAP_VERSION, 7) is None
+    assert check_identity(R.ID_VALUE, R.REGMAP_VERSION, 7, 7) is None
+    assert "no FPGA answers" in check_identity(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
+    assert "not the WCCP datapath" in check_identity(0x12345678, R.REGMAP_VERSION, 0)
+    assert "register map 1.0" in check_identity(R.ID_VALUE, 0x00010000, 0)
+    assert "register map 2." in check_identity(R.ID_VALUE, 0x00020001, 0)
+    assert "build 0x00000007" in check_identity(R.ID_VALUE, R.REGMAP_VERSION, 7, 8)
+
+
+def test_absent_fpga_fail_open_then_comes_up_with_the_tables():
+    w = Wire()
+    log = []
+    link = FpgaLink(LoopbackTransport(w), retry_ms=0, log=log.append)
+    assert link.state == "down" and "no FPGA answers" in link.reason
+    _program(link)                      # the router goes on; nothing reaches the (absent) FPGA
+    assert link.counters()["fpga"] == "down"
+    assert not link.redirect_enabled()
+    w.fpga = ModelRegisterFile()
+    link.heartbeat()                    # retry: identified, tables replayed, committed, armed
+    assert link.state == "up", link.reason
+    m = w.fpga.model
+    assert m.redirect_enabled()
+    assert w.fpga.commits == 1
+    t = link.dp.tables()
+    assert t["router_id"] == 0x0A000001 and t["slots"][0]["caches"] == [(0x0A000002, 1, 1)]
+    assert t["slots"][0]["hash"] == bytes(256) and t["slots"][0]["enabled"]
+    assert any("fail-open" in x for x in log) and any("tables written" in x for x in log)
+
+
+def test_wrong_identity_is_never_written_or_armed():
+    w = Wire()
+    w.fpga = ModelRegisterFile()
+    w.build = 0x1234
+    link = FpgaLink(LoopbackTransport(w), expect_build=0x5678, retry_ms=0, log=lambda m: None)
+    _program(link)
+    assert link.state == "down" and "build 0x00001234" in link.reason
+    assert link.info()["build_id"] == "0x00001234"
+    assert w.fpga.commits == 0 and not w.fpga.model.redirect_enabled()
+    w.version = 0x00010000
+    w.build = 0x5678
+    link.heartbeat()
+    assert link.state == "down" and "register map 1.0" in link.reason
+    w.version = R.REGMAP_VERSION
+    link.heartbeat()
+    assert link.state == "up" and w.fpga.model.redirect_enabled()
+
+
+def test_spi_errors_fail_open_and_fpga_reset_is_reprogrammed():
+    w = Wire()
+    w.fpga = ModelRegisterFile()
+    link = FpgaLink(LoopbackTransport(w), retry_ms=0, check_ms=0, log=lambda m: None)
+    assert link.state == "up"
+    _program(link)
+    assert w.fpga.commits == 2      # replay at connect + the router's commit
+    w.fpga = ModelRegisterFile()    # reconfigured behind our back: tables gone, COMMIT back to 0
+    link.heartbeat()
+    assert link.state == "up" and w.fpga.commits == 1 and w.fpga.model.redirect_enabled()
+    t = link.t
+    link.t = Broken()
+    try:
+        link.heartbeat()
+    except OSError:
+        pass
+    assert link.state == "down"
+    link.t = t
+    link.heartbeat()
+    assert link.state == "up"
+
+
+def test_bad_tables_rejected_while_down():
+    link = FpgaLink(LoopbackTransport(Wire()), log=lambda m: None)
+    for fn, args in ((link.set_hash, (0, bytes(10))), (link.set_caches, (0, [{"address": -1}])),
+                     (link.set_group, (9, {}))):
+        try:
+            fn(*args)
+        except ValueError:
+            continue
+        raise AssertionError("accepted %r" % (args,))
