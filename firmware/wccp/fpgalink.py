@@ -25,8 +25,8 @@ import time
 
 from wccp import regmap as R
 from wccp.dataplane import (
-    DEFAULT_WATCHDOG_MS, MAX_GROUPS, DataPlane, check_buckets, check_caches, check_mac, check_mask, check_slot,
-    effective_service,
+    DEFAULT_WATCHDOG_MS, MAX_GROUPS, DataPlane, check_buckets, check_caches, check_mac, check_mask, check_policy,
+    check_send, check_slot, effective_service,
 )
 
 _NOT_SET = object()
@@ -85,6 +85,8 @@ class FpgaLink(DataPlane):
         self._group = [None] * MAX_GROUPS        # service dict, or None (slot cleared)
         self._caches = [None] * MAX_GROUPS
         self._assign = [None] * MAX_GROUPS       # ("hash", bytes) | ("mask", sets) | None
+        self._policy = [None] * MAX_GROUPS       # (closed, redirect_list) | None
+        self._learnt = {}                        # cache address -> (mac, port), from discovery
         self._armed = _NOT_SET
         self.connect()
 
@@ -153,6 +155,8 @@ class FpgaLink(DataPlane):
             dp.set_group(s, self._group[s])
             if self._caches[s] is not None:
                 dp.set_caches(s, self._caches[s])
+            if self._policy[s] is not None:
+                dp.set_policy(s, *self._policy[s])
             a = self._assign[s]
             if a is None:
                 dp.clear_assignment(s)
@@ -162,6 +166,8 @@ class FpgaLink(DataPlane):
                 dp.set_mask(s, a[1])
         dp.commit()
         self.commits += 1
+        for addr in sorted(self._learnt):           # the caches' locations found by discovery
+            dp.learn(addr, *self._learnt[addr])
         if self._armed is not _NOT_SET:
             dp.arm(self._armed)
             dp.heartbeat()
@@ -192,6 +198,9 @@ class FpgaLink(DataPlane):
         caches = list(caches)
         check_caches(caches)
         self._caches[slot] = caches
+        live = set(c["address"] for cs in self._caches if cs for c in cs)
+        for a in [a for a in self._learnt if a not in live]:
+            del self._learnt[a]
         self._call("set_caches", slot, caches)
 
     def set_hash(self, slot, buckets):
@@ -216,7 +225,14 @@ class FpgaLink(DataPlane):
         self._group[slot] = None
         self._caches[slot] = None
         self._assign[slot] = None
+        self._policy[slot] = None
         self._call("clear_group", slot)
+
+    def set_policy(self, slot, closed=False, redirect_list=()):
+        check_slot(slot)
+        closed, acl = check_policy(closed, redirect_list)
+        self._policy[slot] = (closed, acl)
+        self._call("set_policy", slot, closed, acl)
 
     def set_next_hop(self, port, mac):
         check_mac(mac)
@@ -228,6 +244,20 @@ class FpgaLink(DataPlane):
 
     def cache_location(self, slot, index):
         return self._call("cache_location", slot, index)
+
+    # active discovery (wccp.discovery): while the FPGA is down nothing is sent or captured
+    def send_frame(self, ports, frame):
+        check_send(ports, frame)
+        self._call("send_frame", ports, frame)
+
+    def arp_replies(self, since):
+        if self.dp is None:
+            return since, []
+        return self._call("arp_replies", since)
+
+    def learn(self, address, mac, port):
+        self._learnt[address] = (mac, port)
+        self._call("learn", address, mac, port)
 
     def commit(self):
         if self.dp is not None:

@@ -127,3 +127,52 @@ def test_bad_tables_rejected_while_down():
         except ValueError:
             continue
         raise AssertionError("accepted %r" % (args,))
+
+
+def test_discovery_and_policy_reach_the_fpga_and_survive_a_reprogramming():
+    """The boards' data plane passes active discovery (packet out, ARP capture, learn) and the
+    group policies through to the FPGA, and replays the policies and the caches' learnt locations
+    when it reprograms a reset FPGA."""
+    w = Wire()
+    w.fpga = ModelRegisterFile()
+    link = FpgaLink(LoopbackTransport(w), retry_ms=0, check_ms=0, log=lambda m: None)
+    _program(link)
+    try:                            # the driver's answer reaches the router: this FPGA has no closed services
+        link.set_policy(0, True, [])
+        raise AssertionError("a policy the register map cannot hold was accepted")
+    except ValueError as e:
+        assert "cannot hold" in str(e)
+    link.set_policy(0, False, [])
+    link.commit()
+    frame = b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x06" + bytes(28)
+    link.send_frame(3, frame)
+    assert w.fpga.model.pktout_sent == 2                    # out of both ports
+    n, replies = link.arp_replies(0)
+    assert (n, replies) == (0, [])
+    mac = b"\x02\x00\x00\x00\x00\x02"
+    link.learn(0x0A000002, mac, 1)
+    assert w.fpga.model.cache_location(0, 0) == (mac, 1)
+    w.fpga = ModelRegisterFile()    # reconfigured behind our back: tables and locations gone
+    link.heartbeat()
+    assert link.state == "up" and w.fpga.commits == 1
+    assert w.fpga.model.cache_location(0, 0) == (mac, 1)   # the learnt location, written again
+    # while the FPGA is away nothing is sent and no capture is consumed
+    link.t = Broken()
+    try:
+        link.heartbeat()
+    except OSError:
+        pass
+    assert link.state == "down"
+    assert link.arp_replies(5) == (5, [])
+    link.send_frame(3, frame)
+
+
+def test_cache_locations_forgotten_with_their_caches():
+    w = Wire()
+    w.fpga = ModelRegisterFile()
+    link = FpgaLink(LoopbackTransport(w), log=lambda m: None)
+    _program(link)
+    link.learn(0x0A000002, b"\x02\x00\x00\x00\x00\x02", 0)
+    assert 0x0A000002 in link._learnt
+    link.set_caches(0, [{"address": 0x0A000003}])
+    assert link._learnt == {}
