@@ -7,13 +7,12 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_tools")]
+import test_codec as fw
+from wccp import codec
+from wccptool import pcap
+from wccptool.cmd_decode import to_jsonable
 
-import test_codec as fw  # noqa: E402
-from wccp import codec  # noqa: E402
-from wccptool import pcap  # noqa: E402
-from wccptool.cmd_decode import to_jsonable  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 WCCP = pathlib.Path(sys.executable).parent / "wccp"
 
@@ -205,7 +204,6 @@ def test_other_port(tmp_path):
     pcap.write_pcap(str(p), [pcap.udp_frame(data, sport=3000, dport=3000)])
     assert run_cli(p, "--json").stdout == ""
     assert json.loads(run_cli(p, "--json", "--port", "3000").stdout)["message"] == "REMOVAL_QUERY"
-
 
 
 def test_live_decode_on_loopback():

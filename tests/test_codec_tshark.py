@@ -12,16 +12,14 @@ import ipaddress
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_tools")]
+import test_codec as fw
+from wccp import codec
+from wccptool import pcap
 
-import test_codec as fw  # noqa: E402
-from wccp import codec  # noqa: E402
-from wccptool import pcap  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
 PASSWORD = "pw"

@@ -7,11 +7,10 @@ import subprocess
 import sys
 import uuid
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "fpga", "tools"))
-import endpoints  # noqa: E402
-from test_logic_depth import SRC  # noqa: E402  (module deep: y deep, half shallow, z reg-to-reg)
+import endpoints
+from test_logic_depth import SRC
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_endpoints_lists_every_slow_register():

@@ -8,9 +8,9 @@ import subprocess
 import sys
 import uuid
 
+import logic_depth
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "fpga", "tools"))
-import logic_depth  # noqa: E402
 
 SRC = """
 module deep (input wire clk, input wire [31:0] a, input wire [31:0] b, output reg y, output reg z);

@@ -83,13 +83,12 @@ MAX_MASK_BITS = 12   # 4096 values: far beyond any real platform (Cisco ~7 bits)
 
 
 def ip2int(a):
-    if isinstance(a, int):
-        return a
-    return struct.unpack("!I", socket.inet_aton(a))[0]
+    """An address as an integer: dotted text parsed by wccp.codec.ip2int (WccpError, a
+    ValueError, on bad text); an integer passes through."""
+    return a if isinstance(a, int) else codec.ip2int(a)
 
 
-def int2ip(n):
-    return socket.inet_ntoa(struct.pack("!I", n))
+int2ip = codec.int2ip
 
 
 def numeric_key(addr):

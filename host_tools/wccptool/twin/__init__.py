@@ -122,7 +122,7 @@ def _args(cfg):
 
 
 def build(sim="verilator", log=print):
-    """Build (or find cached) the RTL twin; returns the build directory."""
+    """Build the RTL twin (or find it built); returns the cocotb runner (wccptool.twin.rtl.build)."""
     from wccptool.twin import rtl
     return rtl.build(sim, {"clk_per_us": DEFAULT_CLK_PER_US}, log=log)
 
