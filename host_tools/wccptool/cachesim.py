@@ -11,18 +11,19 @@ Two layers:
   scheduler task for every member, optional capture of every datagram for a
   pcap file (:func:`write_pcap`).
 
-Protocol behaviour (references are to /work/shared/wccp2-reference.md):
+Protocol behaviour (section numbers are those of the WCCP v2 draft, draft-wilson-wrec-wccp-v2-01):
 
 * HERE_I_AM every ``T`` seconds (default 10 s; first one ``first_delay`` after
-  start) to every configured router, unicast, from UDP 2048 (§1, §6.1).  Web-Cache
+  start) to every configured router, unicast, from UDP 2048 (§4.1, §4.3).  Web-Cache
   View lists every configured router with the Receive ID last received from it
   (0 before the first I_SEE_YOU, as Squid does — Wireshark warns "Receive ID
   shouldn't be 0" on those; ``first_contact="absent"`` leaves a router out of
   the view until its first I_SEE_YOU instead, also allowed by rev1) under the Router ID learnt from its Router
   Identity (the configured address until then), and the caches learnt from
-  Router Views (§4.6).  Change number starts at 1 and is bumped when that view
+  Router Views (§5.6.6).  Change number starts at 1 and is bumped when that view
   changes.
-* I_SEE_YOU is checked like a strict real cache does (§10.1 Squid, §10.3 ATS):
+* I_SEE_YOU is checked like a strict real cache does (Squid's src/wccp2.cc, Apache
+  Traffic Server's src/wccp):
   source address must be a configured router and source port 2048, header
   version 0x0200, security option equal to ours, MD5 verified, whole service
   definition equal, our address in Received-From, Receive ID not 0,
@@ -33,13 +34,13 @@ Protocol behaviour (references are to /work/shared/wccp2-reference.md):
 * Designated cache: among the caches listed in the Router Views of every router
   heard from, the lowest address — numeric order by default; ``election="squid"``
   mimics Squid on little-endian hosts (raw network-order words compared as host
-  integers, i.e. last octet most significant, §13).  Only a cache listed by every
+  integers, i.e. last octet most significant; docs/squid.md).  Only a cache listed by every
   router it has heard from can be designated.  A router silent for 3 T no longer
   counts (views, election, RA router list) until it answers again; losing one
   reschedules the assignment.
 * Assignment: when a router's member change number (or the set of caches seen
   by all routers) changes, the designated cache waits ``1.5 T`` and sends
-  REDIRECT_ASSIGN to every router (§6.6).  Hash: Assignment Info (type 6), or
+  REDIRECT_ASSIGN to every router (§4.8).  Hash: Assignment Info (type 6), or
   Alternate Assignment type 0 with ``hash_as_alternate``; 256 buckets dealt
   weight-proportionally (weights from the Router View identity elements; all 0 →
   equal), interleaved, optional alternate flag (0x80) on chosen buckets.
@@ -48,7 +49,7 @@ Protocol behaviour (references are to /work/shared/wccp2-reference.md):
   those seen by every router, ordered by address.  Key = (own address, counter
   from 1).  The RA is repeated after ``T`` while a router's view does not reflect
   the key.
-* REMOVAL_QUERY naming us: 3 HERE_I_AMs to that router spaced ``T/10`` (§6.8).
+* REMOVAL_QUERY naming us: 3 HERE_I_AMs to that router spaced ``T/10`` (§4.14).
 * SHUTDOWN: a HERE_I_AM with Command Extension type 1 (data = our address), then
   silence; a SHUTDOWN_RESPONSE (type 2) in an I_SEE_YOU is recorded.
 * Misbehaviour on demand (``Member.misbehave``): ``bad_md5`` (sign with a wrong
