@@ -1,4 +1,4 @@
-"""Build and run the RTL twin (fpga_core inside hdl/twin_top.v) with the cocotb runner.
+"""Build and run the RTL twin (fpga_core inside fpga/twin/twin_top.v) with the cocotb runner.
 
 ``serve(cfg)`` blocks while the simulator runs (wccptool.twin.rtl_sim is the cocotb module).
 The build is cached in build/twin/<sim>/ and redone only when an RTL source, the wrapper
@@ -14,7 +14,7 @@ from wccptool import simrun
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 RTL = ROOT / "fpga" / "rtl"
-WRAPPER = HERE / "hdl" / "twin_top.v"
+WRAPPER = ROOT / "fpga" / "twin" / "twin_top.v"
 SIMULATORS = ("verilator", "icarus")      # the first is the default
 
 
