@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-import test_codec as fw
+import codec_samples as fw
 from wccp import codec
 from wccptool import pcap
 from wccptool.cmd_decode import to_jsonable

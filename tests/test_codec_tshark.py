@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-import test_codec as fw
+import codec_samples as fw
 from wccp import codec
 from wccptool import pcap
 
