@@ -187,7 +187,6 @@ def driver():
     import subprocess
     import time
     root = pathlib.Path(__file__).resolve().parent.parent
-    sys.path[:0] = [str(root / "host_tools"), str(root / "firmware")]
     from wccp import codec
     from wccptool.launch import find_micropython, start_firmware
     mp = find_micropython()
