@@ -1,6 +1,6 @@
 """Cross-check the codec against a real independent decoder: tshark (Wireshark's WCCP dissector).
 
-Every sample message shape (tests/fw/test_codec.py samples()) is encoded, written to a
+Every sample message shape (tests/fw/codec_samples.py samples()) is encoded, written to a
 pcap (Ethernet/IPv4/UDP 2048) and dissected by tshark. For each packet we assert that
   * tshark decodes the fields to exactly the values we encoded (field lists built below,
     in Wireshark's dissection order), and
