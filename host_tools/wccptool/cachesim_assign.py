@@ -4,19 +4,14 @@ the designated-cache election orders."""
 import struct
 
 from wccp import codec
+from wccp.const import (  # noqa: F401 - the protocol numbers, for the emulator's users too
+    BUCKET_ALT, BUCKET_UNASSIGNED, CMD_SHUTDOWN, CMD_SHUTDOWN_RESPONSE, HERE_I_AM, I_SEE_YOU,
+    REDIRECT_ASSIGN, REMOVAL_QUERY, WCCP_PORT,
+)
+from wccp.const import CAP_ASSIGNMENT_METHOD as CAP_ASSIGNMENT  # noqa: F401
+from wccp.const import CAP_FORWARDING_METHOD as CAP_FORWARDING  # noqa: F401
+from wccp.const import CAP_RETURN_METHOD as CAP_RETURN  # noqa: F401
 
-WCCP_PORT = 2048
-HERE_I_AM = 10
-I_SEE_YOU = 11
-REDIRECT_ASSIGN = 12
-REMOVAL_QUERY = 13
-CAP_FORWARDING = 1
-CAP_ASSIGNMENT = 2
-CAP_RETURN = 3
-CMD_SHUTDOWN = 1
-CMD_SHUTDOWN_RESPONSE = 2
-BUCKET_UNASSIGNED = 0xFF
-BUCKET_ALT = 0x80
 MASK_FIELDS = ("src_addr", "dst_addr", "src_port", "dst_port")
 MASK_WIDTHS = {"src_addr": 32, "dst_addr": 32, "src_port": 16, "dst_port": 16}
 MAX_MASK_BITS = 12   # 4096 values: far beyond any real platform (Cisco ~7 bits)
