@@ -28,7 +28,7 @@ run: setup
 
 # Tests run on TEST_WORKERS pytest-xdist processes (auto: one per CPU core; 0: no xdist,
 # one process). --dist loadgroup keeps each module that reuses fixed addresses on one worker
-# (tests/conftest.py, which also says which tests are `slow`: whole suite only). PYTEST_ARGS is
+# (conftest.py, which also says which tests are `slow`: whole suite only). PYTEST_ARGS is
 # appended (e.g. PYTEST_ARGS="-k twin --durations=20"); PYTEST_XDIST= (empty) drops the
 # parallel options altogether.
 TEST_WORKERS ?= auto

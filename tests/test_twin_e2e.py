@@ -26,7 +26,7 @@ from wccptool import cachesim as cs
 from wccptool import launch, twin
 from wccptool.twin.hub import read_spi_log, replay
 
-# Listed in tests/conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
+# Listed in conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
 # workers at the same time, as rtl and model each have their
 # own 127.61.<n>.x addresses, twin and HTTP ports. Keep it so.
 

@@ -3,8 +3,8 @@
 Tiers. `make check` is the everyday tier: `pytest -m "not slow"`. Tests matching WHOLE_SUITE
 below are marked `slow` here and run only in `make test` (the whole suite, as CI runs it):
 synthesis, the Squid interop run, the digital twin and firmware integration runs, flashing a
-virtual board, the whole-chip testbenches, and every testbench on Icarus (each module also
-has its Verilator run, which `make check` keeps).
+virtual board, the whole-chip testbenches, every testbench on Icarus (each module also has its
+Verilator run, which `make check` keeps) and wccp_bram on yosys' own netlists.
 
 Parallel runs (pytest-xdist, `--dist loadgroup`), and which tests may overlap:
 
@@ -38,7 +38,7 @@ import tempfile
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parent
 
 TESTS_DIR = "tests/"
 SPLIT_MODULES = {
@@ -50,16 +50,17 @@ SPLIT_MODULES = {
 }
 PER_FW_MODULE = "tests/test_micropython.py"
 
-# Node-ID prefixes (or, for "[icarus", a part of the ID) of the tests only `make test` runs.
+# The tests only `make test` runs: node-ID prefixes, and parts of a test's parameters.
 WHOLE_SUITE = (
     "tests/test_synth.py", "tests/test_logic_depth.py", "tests/test_squid_interop.py",
     "tests/test_twin_", "tests/test_integration_firmware.py", "tests/test_flash.py",
-    "fpga/tb/fpga_core/", "fpga/tb/fpga/", "[icarus",
+    "fpga/tb/fpga_core/", "fpga/tb/fpga/",
 )
+WHOLE_SUITE_PARAMS = ("[icarus", "-yosys-")      # Icarus runs; wccp_bram on yosys' netlists
 
 
 def whole_suite_only(nodeid):
-    return any(nodeid.startswith(w) or (w.startswith("[") and w in nodeid) for w in WHOLE_SUITE)
+    return nodeid.startswith(WHOLE_SUITE) or any(p in nodeid for p in WHOLE_SUITE_PARAMS)
 
 
 def pytest_collection_modifyitems(config, items):
