@@ -20,8 +20,6 @@ import logging
 import time
 
 from scapy.error import Scapy_Exception
-from scapy.layers.inet import IP, UDP
-from scapy.packet import Raw
 from scapy.data import MTU
 from scapy.utils import RawPcapReader, RawPcapWriter
 
@@ -244,6 +242,8 @@ def extract_udp(linktype, data):
 
 def ipv4_udp(payload, src, dst, sport, dport, ip_id=1, dont_fragment=False):
     """IPv4/UDP packet bytes, both checksums computed (by scapy)."""
+    from scapy.layers.inet import IP, UDP      # here: reading captures does not need the layers
+    from scapy.packet import Raw
     pkt = IP(src=src, dst=dst, id=ip_id & 0xFFFF, ttl=64, flags="DF" if dont_fragment else 0) / \
         UDP(sport=sport, dport=dport) / Raw(bytes(payload))
     return bytes(pkt)
