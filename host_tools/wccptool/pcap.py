@@ -114,7 +114,8 @@ def _supported(path, linktype):
 def read_pcap(path, partial_tail=False):
     """Yield Record objects from a pcap or pcapng file; PcapError on a bad/truncated file.
 
-    ``path`` may also be a binary file object (a pipe from dumpcap for live capture): records
+    ``path`` may also be a buffered binary file object, whose read(n) returns n bytes unless
+    at the end (a pipe from dumpcap, as subprocess.PIPE gives it, for live capture): records
     are yielded as they arrive."""
     if hasattr(path, "read"):
         f = path
