@@ -1,6 +1,7 @@
 # WCCPv2 hardware redirector — top-level entry points.
 #   make run    the simulated appliance (sets itself up)
-#   make test   the whole test suite (sets itself up)
+#   make check  the everyday tier: lint, then every test not marked slow (sets itself up)
+#   make test   the whole test suite, as CI runs it (sets itself up)
 #   make lint   ruff (Python, firmware included) and Verilator lint (RTL)
 #   make bench  benchmarks; results are recorded in docs/performance.md
 SHELL := /bin/bash
@@ -10,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 RTL_SOURCES := $(wildcard fpga/rtl/*.v)
 
-.PHONY: all setup system run test lint lint-py lint-verilog bench synth clean
+.PHONY: all setup system run check test lint lint-py lint-verilog bench synth clean
 
 all: test
 
@@ -25,12 +26,16 @@ setup: system $(VENV)/.stamp
 run: setup
 	$(VENV)/bin/wccp run --fpga $${FPGA:-rtl}
 
-# The suite runs on TEST_WORKERS pytest-xdist processes (auto: one per CPU core; 0: no xdist,
+# Tests run on TEST_WORKERS pytest-xdist processes (auto: one per CPU core; 0: no xdist,
 # one process). --dist loadgroup keeps each module that reuses fixed addresses on one worker
-# (tests/conftest.py). PYTEST_ARGS is appended (e.g. PYTEST_ARGS="-k twin --durations=20");
-# PYTEST_XDIST= (empty) drops the parallel options altogether.
+# (conftest.py, which also says which tests are `slow`: whole suite only). PYTEST_ARGS is
+# appended (e.g. PYTEST_ARGS="-k twin --durations=20"); PYTEST_XDIST= (empty) drops the
+# parallel options altogether.
 TEST_WORKERS ?= auto
 PYTEST_XDIST ?= -n $(TEST_WORKERS) --dist loadgroup
+
+check: lint
+	$(PY) -m pytest $(PYTEST_XDIST) -m "not slow" $(PYTEST_ARGS)
 
 test: setup
 	$(PY) -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)

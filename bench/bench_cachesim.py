@@ -12,13 +12,9 @@ Usage: .venv/bin/python bench/bench_cachesim.py [--sizes 64,256,1024] [--seconds
 import argparse
 import asyncio
 import multiprocessing
-import os
 import resource
 import sys
 import time
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host_tools"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "firmware"))
 
 from wccp import codec, config  # noqa: E402
 from wccp.fwdmodel import ForwardingModel  # noqa: E402

@@ -70,7 +70,7 @@ def _time_per_call(fn, n):
 def bench(root):
     _setup(root)
     from wccp import codec
-    import test_codec as fw
+    import codec_samples as fw
 
     hia = codec.encode(fw.samples()["hia_squid_hash"])
     isy = fw.isy_hash(32)

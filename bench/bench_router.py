@@ -26,40 +26,6 @@ def _paths():
     return root
 
 
-class NullDP:
-    """Keeps nothing: what is left on the heap is the router's own state."""
-
-    def configure(self, *a):
-        pass
-
-    def set_group(self, *a):
-        pass
-
-    def set_caches(self, *a):
-        pass
-
-    def set_hash(self, *a):
-        pass
-
-    def set_mask(self, *a):
-        pass
-
-    def clear_assignment(self, *a):
-        pass
-
-    def clear_group(self, *a):
-        pass
-
-    def commit(self):
-        pass
-
-    def heartbeat(self):
-        pass
-
-    def counters(self):
-        return {}
-
-
 def _cfg(ngroups, ncaches):
     from wccp import config
     svcs = [{"id": 0}] + [{"id": 60 + i, "type": "dynamic"} for i in range(ngroups - 1)]
@@ -118,6 +84,7 @@ def heap(dpname):
     gc.collect()
     base = gc.mem_alloc()
     from wccp import codec, config  # noqa: F401 - module bytecode counted apart from the state
+    from wccp.dataplane import NullDataPlane
     from wccp.router import Router
     from wccp.storage import MemStorage
     if dpname == "model":
@@ -128,7 +95,7 @@ def heap(dpname):
         from wccp.fwdmodel import ForwardingModel
         dp = ForwardingModel()
     else:
-        dp = NullDP()
+        dp = NullDataPlane()
     gc.collect()
     dp_bytes = gc.mem_alloc() - base - mods
     r = Router(_cfg(8, 32), dp, 0, storage=MemStorage(), seed=1)
@@ -152,10 +119,11 @@ def latency():
     import time
     _paths()
     from wccp import codec
+    from wccp.dataplane import NullDataPlane
     from wccp.router import Router
     from wccp.storage import MemStorage
     for ncaches in (1, 32):
-        r = Router(_cfg(1, ncaches), NullDP(), 0, storage=MemStorage(), seed=1)
+        r = Router(_cfg(1, ncaches), NullDataPlane(), 0, storage=MemStorage(), seed=1)
         _populate(r, codec, 1, ncaches)
         g = r.groups[0]
         a = g.order[0]
@@ -189,7 +157,6 @@ def driver():
     import subprocess
     import time
     root = pathlib.Path(__file__).resolve().parent.parent
-    sys.path[:0] = [str(root / "host_tools"), str(root / "firmware")]
     from wccp import codec
     from wccptool.launch import find_micropython, start_firmware
     mp = find_micropython()

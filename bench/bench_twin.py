@@ -23,8 +23,6 @@ import time
 import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "firmware"))
-sys.path.insert(0, str(ROOT / "host_tools"))
 
 from wccp.dataplane import FWD_GRE, SF_DST_IP_HASH, SF_PORTS_DEFINED  # noqa: E402
 from wccp.fpga import FpgaDataPlane  # noqa: E402

@@ -15,17 +15,14 @@ import urllib.request
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-for p in (str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_tools"), str(ROOT / "tests")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+import test_router as tr
+from proc_output import Output
+from tsharkcheck import assert_datagrams_clean
+from wccp import codec
+from wccp import router as router_mod
+from wccptool.launch import FirmwareError, start_firmware
 
-import test_router as tr  # noqa: E402
-from proc_output import Output  # noqa: E402
-from tsharkcheck import assert_datagrams_clean  # noqa: E402
-from wccp import codec  # noqa: E402
-from wccp import router as router_mod  # noqa: E402
-from wccptool.launch import FirmwareError, start_firmware  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 RTR = "127.31.0.1"
 CACHE = "127.31.0.2"

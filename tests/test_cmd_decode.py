@@ -7,13 +7,12 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_tools")]
+import codec_samples as fw
+from wccp import codec
+from wccptool import pcap
+from wccptool.cmd_decode import to_jsonable
 
-import test_codec as fw  # noqa: E402
-from wccp import codec  # noqa: E402
-from wccptool import pcap  # noqa: E402
-from wccptool.cmd_decode import to_jsonable  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 WCCP = pathlib.Path(sys.executable).parent / "wccp"
 
@@ -165,7 +164,7 @@ def test_bad_captures(tmp_path):
     _assert_clean_failure(run_cli(p), ["not a pcap file"])
     p = tmp_path / "ng.pcap"
     p.write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(40))
-    _assert_clean_failure(run_cli(p), ["pcapng"])
+    _assert_clean_failure(run_cli(p), ["malformed pcapng"])
     p = tmp_path / "short.pcap"
     p.write_bytes(struct.pack("<I", 0xA1B2C3D4) + b"\x02\x00")
     _assert_clean_failure(run_cli(p), ["truncated pcap file header"])
@@ -205,7 +204,6 @@ def test_other_port(tmp_path):
     pcap.write_pcap(str(p), [pcap.udp_frame(data, sport=3000, dport=3000)])
     assert run_cli(p, "--json").stdout == ""
     assert json.loads(run_cli(p, "--json", "--port", "3000").stdout)["message"] == "REMOVAL_QUERY"
-
 
 
 def test_live_decode_on_loopback():

@@ -6,15 +6,12 @@ import subprocess
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-for p in (str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_tools")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+import test_router as tr
+from wccp import codec
+from wccptool import cmd_show
+from wccptool.launch import start_firmware
 
-import test_router as tr  # noqa: E402
-from wccp import codec  # noqa: E402
-from wccptool import cmd_show  # noqa: E402
-from wccptool.launch import start_firmware  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 RTR = "127.31.1.1"
 C1, C2 = "127.31.1.2", "127.31.1.3"

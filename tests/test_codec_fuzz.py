@@ -5,14 +5,12 @@ The mutator and invariants are those of tests/fw/test_codec.py (only WccpError m
 escape decode; whatever decodes re-encodes and decodes to the same message).
 """
 import pathlib
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "firmware"), str(ROOT / "tests" / "fw")]
+import test_codec as fw
 
-import test_codec as fw  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 CHUNKS = 8
 PER_CHUNK = 25_000   # 8 x 25,000 = 200,000 cases

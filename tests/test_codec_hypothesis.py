@@ -1,14 +1,12 @@
 """Property tests: hypothesis-generated WCCPv2 messages survive encode -> decode unchanged."""
 import pathlib
-import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "firmware")]
+from wccp import codec
 
-from wccp import codec  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 u8 = st.integers(0, 0xFF)
 u16 = st.integers(0, 0xFFFF)

@@ -1,6 +1,6 @@
 """Cross-check the codec against a real independent decoder: tshark (Wireshark's WCCP dissector).
 
-Every sample message shape (tests/fw/test_codec.py samples()) is encoded, written to a
+Every sample message shape (tests/fw/codec_samples.py samples()) is encoded, written to a
 pcap (Ethernet/IPv4/UDP 2048) and dissected by tshark. For each packet we assert that
   * tshark decodes the fields to exactly the values we encoded (field lists built below,
     in Wireshark's dissection order), and
@@ -12,16 +12,14 @@ import ipaddress
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_tools")]
+import codec_samples as fw
+from wccp import codec
+from wccptool import pcap
 
-import test_codec as fw  # noqa: E402
-from wccp import codec  # noqa: E402
-from wccptool import pcap  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 TSHARK = shutil.which("tshark") or "/usr/bin/tshark"
 PASSWORD = "pw"

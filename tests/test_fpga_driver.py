@@ -19,13 +19,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "firmware"))
+from wccp import regmap as R
+from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2, effective_service
+from wccp.fpga import FpgaDataPlane, FpgaError
+from wccp.transport import SocketTransport, SpiTransport
 
-from wccp import regmap as R  # noqa: E402
-from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2, effective_service  # noqa: E402
-from wccp.fpga import FpgaDataPlane, FpgaError  # noqa: E402
-from wccp.transport import SocketTransport, SpiTransport  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 HOST = "127.0.41.7"
 

@@ -11,9 +11,7 @@ import random
 import shutil
 import struct
 import subprocess
-import sys
 import zlib
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import GRE, ICMP, IP, TCP, UDP, IPOption_Router_Alert
@@ -21,23 +19,17 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Padding, Raw
 from scapy.utils import PcapWriter
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "firmware"))
-
-from wccp.dataplane import (  # noqa: E402
+from wccp.codec import ip2int
+from wccp.dataplane import (
     FWD_GRE, FWD_L2, SF_DST_IP_ALT_HASH, SF_DST_IP_HASH, SF_PORTS_DEFINED, SF_SRC_IP_HASH,
     SF_SRC_PORT_ALT_HASH,
 )
-from wccp.fwdmodel import ForwardingModel  # noqa: E402
+from wccp.fwdmodel import ForwardingModel
 
 APP_MAC = bytes.fromhex("020000000001")
 CACHE_MACS = [bytes.fromhex("0200000000c%d" % i) for i in range(4)]
 ROUTER_ID = "10.0.0.1"
 CACHE_IPS = ["10.0.0.%d" % (50 + i) for i in range(4)]
-
-
-def ip2int(s):
-    a, b, c, d = (int(x) for x in s.split("."))
-    return (a << 24) | (b << 16) | (c << 8) | d
 
 
 def with_fcs(b):

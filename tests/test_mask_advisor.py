@@ -7,6 +7,7 @@ import sys
 import pytest
 from scapy.all import ICMP, IP, TCP, UDP, Ether, wrpcap
 
+from wccp.codec import ip2int
 from wccptool import cachesim
 from wccptool import maskadvisor as ma
 
@@ -68,7 +69,7 @@ def test_pcap_loads_match_independent_count(tmp_path):
     loads = ma.cache_loads(samples, mask, 3)
     want = [0, 0, 0]
     for p in pkts:
-        a = int.from_bytes(bytes(int(x) for x in p[IP].src.split(".")), "big")
+        a = ip2int(p[IP].src)
         want[seq_index_via_emulator(a & mask, mask) % 3] += 1
     assert loads == want
 

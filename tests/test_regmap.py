@@ -66,7 +66,6 @@ def test_micropython_imports_regmap():
 
 
 def test_mask_with_too_many_bits_rejected():
-    sys.path.insert(0, str(ROOT / "firmware"))
     from wccp import regmap
     try:
         regmap.compile_mask_set((0xFF, 0, 0, 0), [])

@@ -14,7 +14,7 @@ from squid_fixture import SPEED, Capture, Squid, squid_bins, start_router, wait_
 
 from wccp import codec
 
-# Listed in tests/conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
+# Listed in conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
 # workers at the same time, as every scenario has its own
 # 127.51.<n>.0/24 subnet, HTTP port and capture lock. Keep it so.
 

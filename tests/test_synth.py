@@ -88,8 +88,7 @@ def test_synth_colorlight_5a75b_flow():
 def test_seed_sweep_keeps_the_fastest_seed():
     """fpga/tools/synth.py --seeds: every seed placed and routed in its own directory, the
     fastest core clock kept (its log, config and timing report copied up), all listed."""
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from test_logic_depth import SRC      # a small design with one deep register path
+    from deep_design import SRC      # a small design with one deep register path
     out = os.path.join(ROOT, "build", "test_sweep_" + uuid.uuid4().hex[:8])
     os.makedirs(out)
     try:

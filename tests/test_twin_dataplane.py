@@ -21,7 +21,7 @@ from wccp.fwdmodel import ForwardingModel, with_fcs
 from wccptool import twin
 from wccptool.pcap import read_pcap, write_pcap
 
-# Listed in tests/conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
+# Listed in conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
 # workers at the same time, as every test has its own twin
 # ports (_PORTS + 10 * test) and namespace prefix. Keep it so.
 

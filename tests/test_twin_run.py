@@ -21,7 +21,7 @@ from twin_helpers import build_rtl, ether, mac
 
 from wccptool import twin
 
-# Listed in tests/conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
+# Listed in conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
 # workers at the same time, as each backend has its own
 # 127.61.<n>.x addresses, twin and HTTP ports. Keep it so.
 

@@ -10,16 +10,12 @@ severity warning or error). A missing tshark fails, never skips.
 """
 import os
 import pathlib
-import sys
 import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-for p in (str(ROOT / "host_tools"), str(ROOT / "tests")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+from tsharkcheck_cache import assert_clean, problems
+from wccptool import pcap
 
-from tsharkcheck_cache import assert_clean, problems  # noqa: E402
-from wccptool import pcap  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _frames(datagrams):

@@ -5,6 +5,8 @@ import struct
 
 import pytest
 
+from scapy.utils import checksum
+from wccp.codec import ip2int
 from wccp.fwdmodel import with_fcs
 from wccptool import twin
 
@@ -16,13 +18,7 @@ def build_rtl():
 
     The build is shared by every module and pytest-xdist worker (build/twin/verilator, under a
     lock file, redone only when the RTL changes); its `make -j` gets this worker's share of the
-    CPUs (fpga/tb/wccp_tb.build_jobs)."""
-    import sys
-    tb = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fpga", "tb")
-    if tb not in sys.path:
-        sys.path.insert(0, tb)
-    import wccp_tb
-    wccp_tb.limit_build_jobs()
+    CPUs (wccptool.simrun.build_jobs)."""
     twin.build("verilator", log=lambda m: None)
 
 
@@ -30,27 +26,14 @@ def fpga_param():
     return pytest.mark.parametrize("fpga", FPGAS)
 
 
-def ip2int(a):
-    return struct.unpack(">I", bytes(int(x) for x in a.split(".")))[0]
-
-
 def mac(s):
     return bytes.fromhex(s.replace(":", ""))
-
-
-def _csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(">%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
 
 
 def ipv4(src, dst, proto, payload, ttl=64, ident=1):
     h = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), ident, 0, ttl, proto, 0,
                     struct.pack(">I", src), struct.pack(">I", dst))
-    h = h[:10] + struct.pack(">H", _csum(h)) + h[12:]
+    h = h[:10] + struct.pack(">H", checksum(h)) + h[12:]
     return h + payload
 
 

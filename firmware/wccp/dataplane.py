@@ -333,3 +333,25 @@ class DataPlane:
 
     def clear_counters(self):
         raise NotImplementedError
+
+
+class NullDataPlane:
+    """Accepts and counts table writes, keeps nothing (running without any data plane; the
+    router's heap benchmark)."""
+
+    def __init__(self):
+        self.c = {"commits": 0, "writes": 0}
+
+    def _w(self, *a):
+        self.c["writes"] += 1
+
+    configure = set_group = set_caches = set_hash = set_mask = clear_assignment = clear_group = _w
+
+    def commit(self):
+        self.c["commits"] += 1
+
+    def heartbeat(self):
+        pass
+
+    def counters(self):
+        return dict(self.c)

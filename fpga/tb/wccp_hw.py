@@ -1,7 +1,6 @@
 """cocotb-side access to fpga_core: register bus (testbench shortcut), SPI master, and a
 table programmer that mirrors ForwardingModel's DataPlane calls onto the register map."""
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
-
 from wccp import dataplane
 from wccp import regmap as R
 from wccp.fpga import method_word

@@ -33,14 +33,6 @@ def load(path=SRC):
         return json.load(f)
 
 
-def flat_registers(rm):
-    """Yield (block, reg, absolute word address of element 0, element stride, count)."""
-    for blk in rm["blocks"]:
-        base = num(blk["base"])
-        for reg in rm_regs(blk):
-            yield blk, reg, base + num(reg["offset"]), num(reg.get("stride", 0)), num(reg.get("count", 1))
-
-
 def rm_regs(blk):
     return blk["registers"]
 

@@ -109,7 +109,7 @@ def parse_cache(spec):
     addr = parts[0].strip()
     try:
         cs.ip2int(addr)
-    except OSError:
+    except ValueError:
         raise argparse.ArgumentTypeError("bad cache address %r" % addr) from None
     weight = None
     for p in parts[1:]:
@@ -128,7 +128,7 @@ def parse_misbehave(spec):
     try:
         cs.ip2int(addr.strip())
         when = float(at) if at else 0.0
-    except (OSError, ValueError):
+    except ValueError:
         raise argparse.ArgumentTypeError("misbehave is ADDR=KIND[@SECONDS], got %r" % spec) from None
     return addr.strip(), kind, when
 

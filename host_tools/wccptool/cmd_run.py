@@ -9,18 +9,20 @@
 Runs until Ctrl-C or SIGTERM (then stops the firmware cleanly). The boot counter lives in
 --state-dir (default build/run-state), so every start gets new member change numbers.
 
-Data-plane back ends are a registry (``BACKENDS``): each is a function(args) -> Backend
-that says which data plane the firmware uses, which extra firmware arguments it needs and
-what to clean up. ``register_backend("rtl", fn)`` adds one (the digital twin).
+Data-plane back ends (``BACKENDS``): each is a function(args) -> Backend that says which data
+plane the firmware uses, which extra firmware arguments it needs and what to clean up; ``rtl``,
+``rtl-icarus`` and ``twin-model`` start the digital twin (wccptool.twin).
 """
 import argparse
 import json
 import pathlib
 import signal
 import sys
+import os
 import time
 
-from wccptool import launch
+from wccptool import launch, twin
+from wccptool.twin import netns as twin_netns
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_STATE = ROOT / "build" / "run-state"
@@ -43,22 +45,54 @@ def _none(args):
     return Backend("none", "none (tables accepted and counted only)")
 
 
-BACKENDS = {"model": _model, "none": _none}
+TWIN_SPI = "127.0.0.1:7470"
+TWIN_FRAMES = "127.0.0.1:7471"
 
 
-def register_backend(name, factory):
-    BACKENDS[name] = factory
+def _twin(fpga, sim):
+    """A back end on the digital twin (wccptool.twin): its SPI socket is the firmware's FPGA."""
+    def factory(args):
+        env = os.environ
+        spi = env.get("WCCP_TWIN_SPI", TWIN_SPI)
+        frames = env.get("WCCP_TWIN_FRAMES", TWIN_FRAMES)
+        pcap_out = {}
+        if env.get("WCCP_TWIN_PCAP_OUT"):       # a directory: port0.pcap, port1.pcap
+            d = env["WCCP_TWIN_PCAP_OUT"]
+            os.makedirs(d, exist_ok=True)
+            pcap_out = {0: os.path.join(d, "port0.pcap"), 1: os.path.join(d, "port1.pcap")}
+        topo = None
+        if env.get("WCCP_TWIN_NETNS"):
+            topo = twin_netns.Topology(prefix=env["WCCP_TWIN_NETNS"] if env["WCCP_TWIN_NETNS"] != "1" else "wccp")
+        if fpga == "rtl":
+            print("wccp run: starting the RTL twin (%s; the first start builds it, ~1 min) ..." % sim, flush=True)
+        log = env.get("WCCP_TWIN_LOG")
+        if not log:
+            state = getattr(args, "state_dir", None)
+            if not state:
+                state = str(DEFAULT_STATE)
+            os.makedirs(state, exist_ok=True)
+            log = os.path.join(state, "twin.log")
+        try:
+            tw = twin.start(fpga=fpga, sim=sim, spi=spi, frames=frames, pcap_out=pcap_out, netns=topo, log_file=log,
+                       bus=env.get("WCCP_TWIN_BUS", "regbus"))
+        except Exception as e:  # noqa: BLE001 - a clear message instead of a traceback
+            raise SystemExit("wccp run: digital twin: %s" % e) from None
+        what = ("RTL fpga_core under cocotb + %s" % sim) if fpga == "rtl" else "twin fast mode (register map + model)"
+        lines = ["digital twin: %s, pid %d" % (what, tw.proc.pid),
+                 "                 SPI socket %s (the firmware's FpgaDataPlane)" % spi,
+                 "                 frame socket %s (wccptool.twin.FrameClient: inject/observe frames)" % frames]
+        if log:
+            lines.append("                 log %s" % log)
+        if pcap_out:
+            lines.append("                 pcap out %s" % ", ".join("port %s: %s" % kv for kv in sorted(pcap_out.items())))
+        if tw.netns is not None:
+            lines.append("                 " + tw.netns.describe())
+        return Backend("fpga", "\n".join(lines), extra_args=["--fpga-socket", spi], cleanup=tw.stop)
+    return factory
 
 
-def _load_plugins():
-    """Other modules may register back ends (e.g. wccptool.twin for --fpga rtl)."""
-    try:
-        import wccptool.twin as twin
-        reg = getattr(twin, "register_run_backends", None)
-        if reg is not None:
-            reg(register_backend, Backend)
-    except Exception:  # noqa: BLE001 - optional
-        pass
+BACKENDS = {"model": _model, "none": _none, "rtl": _twin("rtl", "verilator"),
+            "rtl-icarus": _twin("rtl", "icarus"), "twin-model": _twin("model", "verilator")}
 
 
 class _Stop(BaseException):
@@ -93,7 +127,6 @@ def _banner(fw, st, backend, state):
 
 
 def run(args):
-    _load_plugins()
     if args.fpga not in BACKENDS:
         print("wccp run: unknown --fpga %r (have: %s)" % (args.fpga, ", ".join(sorted(BACKENDS))), file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ import struct
 from fwtest import raises
 
 from wccp import fwdmodel
+from wccp.codec import ip2int as ip
 from wccp.dataplane import (
     FWD_GRE, FWD_L2, RET_GRE, RET_L2, SF_DST_IP_ALT_HASH, SF_DST_IP_HASH, SF_DST_PORT_HASH,
     SF_PORTS_DEFINED, SF_PORTS_SOURCE, SF_SRC_IP_HASH, SF_SRC_PORT_ALT_HASH, SF_SRC_PORT_HASH,
@@ -23,11 +24,6 @@ GW_MAC = b"\x02\x00\x00\x00\x00\x9a"
 CACHE_MAC = b"\x02\x00\x00\x00\x00\xca"
 CACHE2_MAC = b"\x02\x00\x00\x00\x00\xcb"
 NH_MAC = b"\x02\x00\x00\x00\x00\x77"
-
-
-def ip(s):
-    a = [int(x) for x in s.split(".")]
-    return (a[0] << 24) | (a[1] << 16) | (a[2] << 8) | a[3]
 
 
 ROUTER_ID = ip("10.0.0.1")

@@ -2,29 +2,14 @@
 (fpga/tb/ecp5_sim.v): power-on reset sequencing and PHY reset, SPI register access on the
 pins, and a frame received as RGMII on eth0 leaving as RGMII on eth1 exactly as
 wccp.fwdmodel.ForwardingModel forwards it (redirection not armed)."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer
-
-    from wccp import regmap as R
-    from wccp.fwdmodel import ForwardingModel
-    from wccp_hw import SpiMaster
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from wccp import regmap as R
+from wccp.fwdmodel import ForwardingModel
+from wccp_hw import SpiMaster
+from wccp_tb import Clock, FallingEdge, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 
 async def rgmii_send(clk, rxd, ctl, data):
@@ -66,7 +51,7 @@ async def rgmii_collect(txc, txd, ctl, frames):
             cur = None
 
 
-@_test
+@cocotb_test
 async def test_board_top(dut):
     from wccp_frames import FrameGen, with_fcs
     cocotb.start_soon(Clock(dut.clk25, 8, unit="ns").start())      # PLL model passes it through

@@ -4,19 +4,15 @@ Writes a JSON result file to $WCCP_BENCH_OUT."""
 import json
 import os
 import pathlib
-import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-import cocotb  # noqa: E402
-from cocotb.triggers import Timer  # noqa: E402
-from cocotbext.eth import GmiiFrame  # noqa: E402
-from test_fpga_core import APPL_MAC, ROUTER_ID, TB, program  # noqa: E402
-
-from wccp import regmap as R  # noqa: E402
-from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE  # noqa: E402
-from wccp.fwdmodel import ForwardingModel  # noqa: E402
-from wccp_frames import FrameGen, with_fcs  # noqa: E402
+import cocotb
+from cocotb.triggers import Timer
+from cocotbext.eth import GmiiFrame
+from test_fpga_core import APPL_MAC, ROUTER_ID, TB, program
+from wccp import regmap as R
+from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE
+from wccp.fwdmodel import ForwardingModel
+from wccp_frames import FrameGen, with_fcs
 
 CLK_NS = 8
 N = int(os.environ.get("WCCP_BENCH_FRAMES", "300"))
@@ -31,6 +27,7 @@ class _Null:
 
 async def setup(tb, fwd):
     import random
+
     from wccp_hw import Both
     caches = [0x0A010001, 0x0A010002]
     macs = [b"\x02\xcc\x00\x00\x00\x01", b"\x02\xcc\x00\x00\x00\x02"]

@@ -2,35 +2,20 @@
 randomised scapy traffic on both GMII ports, every output frame compared byte for byte
 (FCS included) with wccp.fwdmodel.ForwardingModel's prediction."""
 import os
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import RisingEdge, Timer
-    from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
-    from scapy.all import IP, TCP, Raw
-except ImportError:  # collected by pytest outside a simulator: only the runner is needed
-    cocotb = None
-
-from wccp import regmap as R  # noqa: E402
-from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2  # noqa: E402
-from wccp.fwdmodel import ForwardingModel  # noqa: E402
+import wccp_tb
+from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
+from scapy.all import IP, TCP, Raw
+from wccp import regmap as R
+from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2
+from wccp.fwdmodel import ForwardingModel
+from wccp_tb import Clock, RisingEdge, Timer, cocotb, cocotb_test
 
 SEED = int(os.environ.get("WCCP_SEED", "1"))
 NFRAMES = int(os.environ.get("WCCP_FRAMES", "160"))
 CLK_NS = 8
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
 
 class TB:
@@ -295,7 +280,7 @@ async def learn_caches(tb, sc, model):
     await tb.collect()
 
 
-@_test
+@cocotb_test
 async def test_spi_registers(dut):
     """SPI: read ID/VERSION, write and read back shadow registers with auto-increment."""
     tb = TB(dut)
@@ -313,7 +298,7 @@ async def test_spi_registers(dut):
     assert st[0] & R.STATUS_WDT_EXPIRED and not st[0] & R.STATUS_ACTIVE
 
 
-@_test
+@cocotb_test
 async def test_random_traffic(dut):
     """Random tables and traffic (incl. malformed frames) against the reference model."""
     from wccp_hw import Both
@@ -357,7 +342,7 @@ async def test_random_traffic(dut):
                                         not isinstance(v[0], list)})
 
 
-@_test
+@cocotb_test
 async def test_atomic_commit(dut):
     """Reprogram every table while traffic flows: each frame sees either the old or the new tables."""
     from wccp_hw import Both
@@ -437,7 +422,7 @@ class _NullHw:
         return call
 
 
-@_test
+@cocotb_test
 async def test_watchdog(dut):
     """Heartbeat stops -> fail-open within the timeout; heartbeat re-arms redirection."""
     from wccp_hw import Both
@@ -486,7 +471,7 @@ async def test_watchdog(dut):
     assert model.counters()["redirect_gre"] == 8
 
 
-@_test
+@cocotb_test
 async def test_overflow(dut):
     """Both ports blast minimum-size frames that are GRE-redirected to one egress: the
     excess is dropped as whole frames and counted; every frame that leaves is exact."""
@@ -566,7 +551,7 @@ class EdgeLog:
                 prev[p] = [dv, en]
 
 
-@_test
+@cocotb_test
 async def test_cut_through(dut):
     """Cut-through on every path: one long frame at a time, its output frame starts on the
     wire before its input frame has ended (pass-through, L2 rewrite, GRE, decapsulation),

@@ -3,25 +3,11 @@ round-robin when several requesters wait (fairness, bounded waiting), no grant w
 Built with N = 2 and N = 3 requesters (the egress arbiters: two builders and the packet-out
 sender); the testbench reads N from the environment (ARB_N)."""
 import os
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 
 N = int(os.environ.get("ARB_N", "2"))
@@ -104,7 +90,7 @@ class TB:
         return sent
 
 
-@_test
+@cocotb_test
 async def test_saturated_round_robin(dut):
     """All always requesting again right away: grants go round strictly in index order."""
     tb = TB(dut, 1, gap=(0, 0))
@@ -118,7 +104,7 @@ async def test_saturated_round_robin(dut):
     assert max(tb.max_wait) <= (N - 1) * (20 + 4), tb.max_wait
 
 
-@_test
+@cocotb_test
 async def test_random_traffic(dut):
     for seed in range(4):
         tb = TB(dut, 10 + seed, gap=(0, 6), flen=(1, 30), clock=seed == 0)
@@ -132,7 +118,7 @@ async def test_random_traffic(dut):
             assert b[1] > a[2], (a, b)
 
 
-@_test
+@cocotb_test
 async def test_single_requester(dut):
     """Only requester 1 active: it gets every grant, with one turnaround cycle at most."""
     tb = TB(dut, 5, gap=(0, 2), flen=(1, 5))

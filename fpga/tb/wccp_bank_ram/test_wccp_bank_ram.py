@@ -1,28 +1,14 @@
 """wccp_bank_ram: shadow writes invisible until the bank flips; copy-back after a flip; reads
 take exactly 2 + RD_REG cycles."""
 import os
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge
-except ImportError:
-    cocotb = None
+import wccp_tb
+from wccp_tb import Clock, ReadOnly, RisingEdge, cocotb, cocotb_test
 
 
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
-
-
-@_test
+@cocotb_test
 async def test_banks(dut):
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
     d = dut

@@ -16,19 +16,10 @@ import pathlib
 import random
 import re
 import subprocess
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
+import wccp_tb
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 HERE = pathlib.Path(__file__).resolve().parent
 # (AW, DW): x18 with 3 tiles and a short address, x18 full depth, x9, x4, a narrow x18 word
@@ -36,11 +27,8 @@ CONFIGS = [(8, 54), (10, 32), (11, 32), (12, 8), (9, 4)]
 VARIANTS = ["behav", "prim", "yosys-prim", "yosys-ref"]
 
 
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
-
-@_test
+@cocotb_test
 async def test_random(dut):
     aw = int(os.environ["BRAM_AW"])
     dw = int(os.environ["BRAM_DW"])

@@ -8,25 +8,14 @@ fins: a bad fin known at the action's load skips the frame, a later one ends it 
 one m_abort byte. Frames are read from a wrapping buffer, with random back-pressure, one
 request per frame on the right egress port, and the buffer released exactly up to each
 frame's end."""
-import pathlib
 import random
 import struct
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
-
-from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2, SERVICE_DYNAMIC  # noqa: E402
-from wccp.fwdmodel import ForwardingModel, ip_checksum  # noqa: E402
+import wccp_tb
+from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2, SERVICE_DYNAMIC
+from wccp.fwdmodel import ForwardingModel, ip_checksum
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb
 
 BUF_AW = 12
 SIZE = 1 << BUF_AW
@@ -40,9 +29,6 @@ FIN_LAT = 2             # a bad fin taken in cycle t marks the byte issued in t 
 
 def _test(f):
     """A cocotb test with its clock running."""
-    if cocotb is None:
-        return f
-
     async def t(dut):
         cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
         await f(dut)

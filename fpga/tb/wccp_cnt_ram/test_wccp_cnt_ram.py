@@ -1,27 +1,14 @@
 """wccp_cnt_ram: frame/byte counters incremented by two engines at once and read by the host
 (reads first): no lost or double increments, reads see a value between the counts before
 and after the read, RAM cleared after reset (reads wait for the clear)."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
+import wccp_tb
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 AW = 4
 
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
 
 class TB:
@@ -101,7 +88,7 @@ class TB:
         raise AssertionError("no rvalid")
 
 
-@_test
+@cocotb_test
 async def test_reset_clear(dut):
     tb = TB(dut, 1)
     await tb.reset()
@@ -110,7 +97,7 @@ async def test_reset_clear(dut):
     assert await tb.read((1 << AW) - 1, 1) == 0
 
 
-@_test
+@cocotb_test
 async def test_concurrent(dut):
     tb = TB(dut, 2)
     await tb.reset()
@@ -142,7 +129,7 @@ async def test_concurrent(dut):
 
 # events arriving while the RAM is cleared after reset (2**AW cycles: 16 us for the 2048-word
 # bucket counters) are queued per engine: no count is lost.
-@_test
+@cocotb_test
 async def test_events_during_clear(dut):
     tb = TB(dut, 3)
     await tb.reset()

@@ -19,28 +19,30 @@ import os
 import pathlib
 import random
 import struct
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
-
-from wccp import regmap as R  # noqa: E402
-from wccp.dataplane import (  # noqa: E402
-    FWD_GRE, FWD_L2, MAX_CACHES, MAX_GROUPS, RET_GRE, RET_L2, SERVICE_DYNAMIC, SERVICE_STANDARD,
-    SF_DST_IP_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE, SF_SRC_IP_ALT_HASH,
-    SF_SRC_IP_HASH, SF_SRC_PORT_HASH,
+import wccp_tb
+from wccp import regmap as R
+from wccp.dataplane import (
+    FWD_GRE,
+    FWD_L2,
+    MAX_CACHES,
+    MAX_GROUPS,
+    RET_GRE,
+    RET_L2,
+    SERVICE_DYNAMIC,
+    SERVICE_STANDARD,
+    SF_DST_IP_HASH,
+    SF_DST_PORT_HASH,
+    SF_PORTS_DEFINED,
+    SF_PORTS_SOURCE,
+    SF_SRC_IP_ALT_HASH,
+    SF_SRC_IP_HASH,
+    SF_SRC_PORT_HASH,
 )
-from wccp.fpga import method_word  # noqa: E402
-from wccp.fwdmodel import ForwardingModel  # noqa: E402
+from wccp.fpga import method_word
+from wccp.fwdmodel import ForwardingModel
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 PORT = int(os.environ.get("WCCP_DECIDE_PORT", "0"))     # the engine's receive port (parameter PORT)
 ROUTER_ID = 0x0A000001
@@ -61,9 +63,6 @@ BUNDLE_FIELDS = ("start", "dst_mac", "src_mac", "vlan", "tci", "is_ip", "ip_hdr_
 STATUS_FIELDS = ("good", "avail", "flen")
 GRE_CLIP = 1472     # wccp_builder copies at most this many bytes behind a GRE header
 
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
 
 def ip2s(a):
@@ -970,7 +969,7 @@ class RandomScenario:
 
 # --- tests ------------------------------------------------------------------------------------
 
-@_test
+@cocotb_test
 async def test_directed(dut):
     tb = TB(dut, 1)
     await tb.reset()
@@ -1006,7 +1005,7 @@ async def test_directed(dut):
     tb.check(exps, acts, lrs, ev)
 
 
-@_test
+@cocotb_test
 async def test_watchdog_inactive(dut):
     """active = 0: everything forwarded normally, GRE return still decapsulated, learning
     still done, invalid IPv4 not counted."""
@@ -1033,7 +1032,7 @@ async def test_watchdog_inactive(dut):
     tb.check(exps, acts, lrs, ev)
 
 
-@_test
+@cocotb_test
 async def test_hold(dut):
     """hold keeps the engine from taking a bundle (busy stays low); a decision in progress
     when hold rises still completes."""
@@ -1086,7 +1085,7 @@ async def test_hold(dut):
     assert int(d.busy.value) == 0
 
 
-@_test
+@cocotb_test
 async def test_random(dut):
     tb = TB(dut, 4)
     await tb.reset()
@@ -1111,7 +1110,7 @@ async def test_random(dut):
         assert reasons.get(k, 0) > 0, (k, reasons)
 
 
-@_test
+@cocotb_test
 async def test_learning_stress(dut):
     """Cache tables full of a few addresses: frames from them learn many entries (adjacent,
     at slot boundaries, in every slot, up to all 256), with slow and fast learning acks; the
@@ -1159,7 +1158,7 @@ async def test_learning_stress(dut):
     assert total > 500, total
 
 
-@_test
+@cocotb_test
 async def test_adjacent_learn(dut):
     """The same cache address at consecutive indices of one slot, acks slow: every learning
     request is held until it is acknowledged (regression: the scan pipeline's last stage
@@ -1188,7 +1187,7 @@ async def test_adjacent_learn(dut):
         assert len(lrs) == 3, lrs
 
 
-@_test
+@cocotb_test
 async def test_status(dut):
     """The status channel against learning: frames from cache addresses whose status is bad
     or a truncated datagram (the learn hit waits for the status, then is discarded and the
@@ -1324,7 +1323,7 @@ async def _decide_across_commit(tb, e, m_next, cut=False):
     return act, ev
 
 
-@_test
+@cocotb_test
 async def test_commit_while_waiting(dut):
     """A decided frame waiting for its status does not hold up a commit (busy is low), and a
     commit then changes nothing in that frame's action or events: every kind of decision is
@@ -1357,7 +1356,7 @@ async def test_commit_while_waiting(dut):
     assert differ >= len(frames) - 3, differ
 
 
-@_test
+@cocotb_test
 async def test_decision_latency(dut):
     """Cycles from in_valid to act_valid against the number of configured cache entries
     (printed for docs/performance.md). Asserted is only the structure: a client's frame

@@ -2,28 +2,14 @@
 the configuration only. Random configurations; two cycles after a change every output matches
 the register map's meaning (slot protocol, any-protocol and port-match flags, scan entry counts,
 hash / mask assignment flags, primary hash key flags, MTU), and rid_sum completes a real IPv4 header checksum of the GRE outer header."""
-import pathlib
 import random
 import struct
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-from wccp import regmap  # noqa: E402
-from wccp.fwdmodel import ip_checksum  # noqa: E402  (the reference model's, the spec)
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from wccp import regmap
+from wccp.fwdmodel import ip_checksum
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 
 def expected(ctrl, svc, flags, mtu):
@@ -38,7 +24,7 @@ def expected(ctrl, svc, flags, mtu):
     return svp, pr0, needp, counts, mtu
 
 
-@_test
+@cocotb_test
 async def test_config_copy(dut):
     rng = random.Random(11)
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())

@@ -1,27 +1,13 @@
 """wccp_mac_rx: preamble/SFD strip, FCS check and removal, runt/oversize, rx_er."""
 import os
-import pathlib
 import random
 import struct
-import sys
 import zlib
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-    from cocotbext.eth import GmiiFrame, GmiiSource
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from cocotbext.eth import GmiiFrame, GmiiSource
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 
 def fcs(d):
@@ -59,7 +45,7 @@ class TB:
         self.dut.rst.value = 0
 
 
-@_test
+@cocotb_test
 async def test_frames(dut):
     tb = TB(dut)
     await tb.reset()

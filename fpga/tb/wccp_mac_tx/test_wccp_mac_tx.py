@@ -1,26 +1,12 @@
 """wccp_mac_tx: preamble/SFD, zero padding to 60 bytes, FCS, inter-frame gap, back-to-back."""
-import pathlib
 import random
 import struct
-import sys
 import zlib
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge
-    from cocotbext.eth import GmiiSink
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from cocotbext.eth import GmiiSink
+from wccp_tb import Clock, ReadOnly, RisingEdge, cocotb, cocotb_test
 
 
 async def source(dut, payloads, aborts=None):
@@ -54,7 +40,7 @@ async def source(dut, payloads, aborts=None):
     dut.s_start.value = 0
 
 
-@_test
+@cocotb_test
 async def test_frames(dut):
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
     sink = GmiiSink(dut.gmii_txd, dut.gmii_tx_er, dut.gmii_tx_en, dut.clk, dut.rst)
@@ -107,7 +93,7 @@ async def test_frames(dut):
     assert len(gaps) == len(payloads) - 1 and all(g == 12 for g in gaps), gaps
 
 
-@_test
+@cocotb_test
 async def test_abort(dut):
     """Aborted (stomped) frames back to back with good ones: padding as usual, then the FCS
     inverted with gmii_tx_er high on exactly those 4 bytes; frame_done only for good frames,

@@ -7,28 +7,13 @@ byte; else with done for a frame that ends before it): in the cycle that byte is
 parser's input register (the cycle after IPv4 byte 19 is there when that is the header point),
 with the final header fields (L4 bytes 3 and 11 captured straight from the stream) and
 ip_hdr_ok; done with every field of the frame without its FCS, frame_len, avail and ip_ok."""
-import pathlib
 import random
 import struct
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-from wccp_frames import fcs, header_point, header_point_is_ip19  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
-
+import wccp_tb
+from wccp_frames import fcs, header_point, header_point_is_ip19
+from wccp_tb import Clock, ReadOnly, RisingEdge, cocotb, cocotb_test
 
 # fields final at hdr_done (l4_byte4/len4/len8 only for GRE, see header_point)
 HDR_FIELDS = ("dst_mac", "src_mac", "vlan", "vlan_tci", "is_ip", "proto", "sip", "dip", "sport", "dport",
@@ -142,7 +127,6 @@ def raw_ip(rng, n, proto=6, vlan=None, ihl=5, tl=None, ver_ihl=None, frag=0x4000
 
 
 def frames(rng):
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
     from wccp_frames import MALFORMED, FrameGen
     g = FrameGen(rng, 0x0A000001, [0x0A010001], [b"\x02\xcc\x00\x00\x00\x01"], [0])
     out = []
@@ -196,7 +180,7 @@ def _val(sig):
     return int(v) if v.is_resolvable else None
 
 
-@_test
+@cocotb_test
 async def test_fields(dut):
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
     dut.rst.value = 1

@@ -1,30 +1,17 @@
 """wccp_ram: simple dual-port RAM, read data exactly 2 + RD_REG cycles after the address, zero
 initialised, a read of the address written in the same cycle returns the new word, random traffic against a model."""
 import os
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
+import wccp_tb
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 AW, DW = 6, 12
 
 
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
-
-@_test
+@cocotb_test
 async def test_random(dut):
     rng = random.Random(1)
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())

@@ -1,31 +1,16 @@
 """wccp_regs: identification/read-back, shadow writes + atomic commit (hold until the engines
 are idle, every live output switches in one cycle, COMMIT_BUSY until the bank copy is done),
 table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-
-    from wccp import regmap as R
-except ImportError:
-    cocotb = None
+import wccp_tb
+from wccp import regmap as R
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 CLK_PER_US = 5      # small prescaler so the watchdog runs in a few hundred cycles
 BUILD_ID = 0x5EED0C0D   # the build's identifier (a parameter the board top / build passes in)
 LIVE = ("router_id", "appl_mac", "mtu", "nh_mac", "grp_ctrl", "grp_svc", "grp_flags", "grp_ports")
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
 
 class TB:
@@ -142,7 +127,7 @@ class TB:
         return v
 
 
-@_test
+@cocotb_test
 async def test_id_and_readback(dut):
     tb = TB(dut)
     await tb.reset()
@@ -171,7 +156,7 @@ async def test_id_and_readback(dut):
         assert await tb.read(a) == (1, 0), hex(a)
 
 
-@_test
+@cocotb_test
 async def test_shadow_commit_atomic(dut):
     tb = TB(dut, copy_cycles=20)
     await tb.reset()
@@ -252,7 +237,7 @@ async def test_shadow_commit_atomic(dut):
     assert tb.snap_errors == [], tb.snap_errors[:5]
 
 
-@_test
+@cocotb_test
 async def test_table_strobes(dut):
     tb = TB(dut)
     await tb.reset()
@@ -307,7 +292,7 @@ async def test_table_strobes(dut):
     assert len(tb.t_writes) == len(exp_t)
 
 
-@_test
+@cocotb_test
 async def test_counter_read_strobes(dut):
     """Counter addresses strobe the counter RAMs instead of answering (they answer)."""
     tb = TB(dut)
@@ -343,7 +328,7 @@ async def test_counter_read_strobes(dut):
             assert valid == 0 and (cc, bc, sr, word, hi) == want, (hex(a), st[0], want)
 
 
-@_test
+@cocotb_test
 async def test_watchdog(dut):
     tb = TB(dut)
     await tb.reset()

@@ -1,26 +1,12 @@
 """wccp_rgmii_rx: RGMII (DDR nibbles on the PHY's RX clock) to GMII in the core clock: frames
 come out byte-exact, back to back, with RX_ER kept, for RX clocks 250 ppm faster and slower
 than the core clock. Uses fpga/tb/ecp5_sim.v for the IDDRX1F primitive."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import FallingEdge, RisingEdge, Timer
-    from cocotbext.eth import GmiiSink
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from cocotbext.eth import GmiiSink
+from wccp_tb import Clock, FallingEdge, RisingEdge, Timer, cocotb, cocotb_test
 
 
 async def _rgmii_send(dut, frames, ifg=12):
@@ -92,7 +78,7 @@ class TB:
             assert errs == ([] if er_at is None else [er_at]), (errs, er_at)
 
 
-@_test
+@cocotb_test
 async def test_rx_ppm(dut):
     """RX clock 250 ppm slower, then 250 ppm faster than the core clock."""
     tb = TB(dut)
@@ -105,7 +91,7 @@ async def test_rx_ppm(dut):
 
 # a core reset (rst, e.g. PLL lock lost) empties the FIFO (the read pointer catches up with the
 # write pointer of the RX clock domain): no stale entries come out as a garbage frame.
-@_test
+@cocotb_test
 async def test_reset_after_traffic(dut):
     tb = TB(dut)
     tb.rx_clock(8000)

@@ -1,28 +1,14 @@
 """wccp_rgmii_tx: GMII bytes leave as RGMII nibbles (low nibble while TXC high, high nibble
 while low), TX_CTL = TX_EN on the high phase and TX_EN ^ TX_ER on the low phase, TXC is the
 core clock. Uses fpga/tb/ecp5_sim.v for the ODDRX1F primitive."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import FallingEdge, RisingEdge, Timer
-except ImportError:
-    cocotb = None
+import wccp_tb
+from wccp_tb import Clock, FallingEdge, RisingEdge, Timer, cocotb, cocotb_test
 
 
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
-
-
-@_test
+@cocotb_test
 async def test_ddr_encoding(dut):
     rng = random.Random(1)
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())

@@ -1,27 +1,13 @@
 """wccp_rst_buf: a reset copy is asserted from power-up until the first clock edge, then
 follows its input exactly one cycle late."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
+import wccp_tb
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
-
-
-@_test
+@cocotb_test
 async def test_follows_one_cycle_late(dut):
     dut.d.value = 0
     await Timer(1, "ns")

@@ -6,33 +6,20 @@ and frames that overflow buffer or queue are dropped whole and counted (after an
 status good=0, flen 0, nothing left in the buffer); nothing stored is damaged, and reception
 resumes as soon as space is released."""
 import logging
-import pathlib
 import random
 import struct
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-from wccp_frames import header_point, header_point_is_ip19  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-    from cocotbext.eth import GmiiFrame, GmiiSource
-except ImportError:
-    cocotb = None
+import wccp_tb
+from cocotbext.eth import GmiiFrame, GmiiSource
+from wccp_frames import header_point, header_point_is_ip19
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 BUF_AW = 11          # 2 KiB buffer, 4-entry queue: overflow is reached quickly
 QAW = 2
 SIZE = 1 << BUF_AW
 WAIT = 20000         # cycles a consumer waits for a bundle or status
 
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
 
 def goes_early(f):
@@ -265,7 +252,7 @@ def good_frames(tb, n, plen=(0, 200)):
     return out
 
 
-@_test
+@cocotb_test
 async def test_good_and_bad(dut):
     """Good frames stored and parsed; bad ones dropped, counted, leaving no trace (their
     bundle, pushed early, gets a good=0 status with nothing to release)."""
@@ -298,7 +285,7 @@ async def test_good_and_bad(dut):
     assert tb.ev["lens"][-len(seq):] == [len(f) for f, _ in seq], (tb.ev["lens"][-6:], [len(f) for f, _ in seq])
 
 
-@_test
+@cocotb_test
 async def test_early_and_late(dut):
     """Which frames push their bundle early (at the header point, while the frame arrives)
     and which at the end; the cycle of hdr_done and of the push; statuses in order with
@@ -353,7 +340,7 @@ async def test_early_and_late(dut):
     assert tb.ev["rx"] == len(frames) + 1 and tb.ev["overflow"] == 0
 
 
-@_test
+@cocotb_test
 async def test_queue_overflow(dut):
     """No pops: the 5th frame finds the 4-entry queue full and is dropped whole."""
     tb = TB(dut, 2)
@@ -405,7 +392,7 @@ async def test_queue_overflow(dut):
     assert tb.ev["overflow"] == 6
 
 
-@_test
+@cocotb_test
 async def test_buffer_overflow(dut):
     """Frames kept but not released fill the buffer: the frame that does not fit is dropped
     whole (and counted), the stored frames stay intact, reception resumes after release. A
@@ -454,7 +441,7 @@ async def test_buffer_overflow(dut):
     assert await tb.queued() == (0, 0)
 
 
-@_test
+@cocotb_test
 async def test_stream(dut):
     """A consumer running alongside reception (random delays between bundle, status, read
     and release) and a stream of good, bad-FCS and runt frames of random sizes, some with the

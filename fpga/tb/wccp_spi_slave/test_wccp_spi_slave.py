@@ -4,27 +4,13 @@ documented maximum SCLK (clk/5 = 25 MHz) for several clock phase offsets. The la
 runs against the real register file (fpga_core: wccp_regs, wccp_stats, both counter RAMs
 with their read pipelines): single and burst reads of every block at 25 MHz return what
 the register bus returns."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-    from wccp import regmap as R
-    from wccp_hw import RegBus, SpiMaster
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from wccp import regmap as R
+from wccp_hw import RegBus, SpiMaster
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 
 class TB:
@@ -108,7 +94,7 @@ async def _transactions(tb, seed, phase_ps):
 PHASES_PS = [i * 1000 + 370 for i in range(8)]
 
 
-@_test
+@cocotb_test
 async def test_sclk_20mhz(dut):
     """20 MHz SCLK (half period 25 ns): every transaction correct for every clock phase."""
     tb = TB(dut, 25)
@@ -119,7 +105,7 @@ async def test_sclk_20mhz(dut):
 
 # docs/regmap.md allows SCLK up to clk/5 = 25 MHz: the slave shifts MISO on the (detected)
 # rising edge right after sampling MOSI, so each bit is on the pin a full SCLK period ahead.
-@_test
+@cocotb_test
 async def test_sclk_25mhz_documented_max(dut):
     """25 MHz SCLK (documented maximum, half period 20 ns), every clock phase."""
     tb = TB(dut, 20)
@@ -128,14 +114,14 @@ async def test_sclk_25mhz_documented_max(dut):
         await _transactions(tb, i, ph)
 
 
-@_test
+@cocotb_test
 async def test_slow_sclk(dut):
     tb = TB(dut, 67)
     await tb.reset()
     await _transactions(tb, 9, 0)
 
 
-@_test
+@cocotb_test
 async def test_incomplete_and_abort(dut):
     tb = TB(dut, 20)
     await tb.reset()
@@ -195,7 +181,7 @@ async def _runts(dut, counts):
             dv.value, rxd.value = v, b
 
 
-@_test
+@cocotb_test
 async def test_core_register_file_25mhz(dut):
     """fpga_core: SPI at 25 MHz against the real register file, every clock phase: burst
     writes, burst reads of the global block and of every counter block, single reads that

@@ -3,25 +3,11 @@ sets: every written cache address or MAC answers "maybe" from two edges after it
 (never a false "no"); a key whose 8-bit fold was never written answers "no"; the query is
 sampled by q_en and answered after the third edge after that; a write of one kind never sets the other;
 MAC bits only count once a cache method with L2 return was written (sticky)."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 
 def fold(k, nbytes):
@@ -90,7 +76,7 @@ class TB:
         return int(fold(ip, 4) in self.ip_bits or (self.l2 and fold(mac, 6) in self.mac_bits))
 
 
-@_test
+@cocotb_test
 async def test_against_model(dut):
     random.seed(11)
     tb = TB(dut)
@@ -135,7 +121,7 @@ async def test_against_model(dut):
     assert seen[0] - l2_at[0] > 20 and seen[1] - l2_at[1] > 20, (seen, l2_at)
 
 
-@_test
+@cocotb_test
 async def test_write_to_query_timing(dut):
     """A query sampled on the edge that registers a write sees it; one sampled an edge
     earlier does not (the answer comes three edges after the sample)."""

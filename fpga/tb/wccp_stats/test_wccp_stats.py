@@ -2,21 +2,11 @@
 events on every input (within what the MACs and decision engines can produce, incl. runt
 floods and decision bursts): every counter ends equal to the model; reads
 during traffic lag by a bounded time (< 2 us) and never run ahead."""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
+import wccp_tb
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 SWEEP = 192             # bound on how far a counter lags its events (cycles)
 NWORDS = 50             # words in use: ports 0..31, slots 32..47, cause 10 (truncated) 48..49
@@ -26,9 +16,6 @@ def cause_word(p, k):
     """Counter word of port p's cause bit k (wccp_stats header)."""
     return 48 + p if k == 10 else p * 16 + 6 + k
 
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
 
 class TB:
@@ -192,7 +179,7 @@ async def _check_all(tb):
         assert await tb.read(w, 1) == tb.b[w] & 0xFFFFFFFF, (w, tb.b[w])
 
 
-@_test
+@cocotb_test
 async def test_counters(dut):
     """Random event storm on every input at once; reads during traffic; every counter exact."""
     tb = TB(dut, 1)
@@ -207,7 +194,7 @@ async def test_counters(dut):
     assert tb.f[48] > 0 and tb.f[49] > 0, tb.f[48:50]
 
 
-@_test
+@cocotb_test
 async def test_runt_flood(dut):
     """Runt fragments every 3 cycles on both ports from the first cycle after reset, plus
     transmit traffic: no receive or runt increment is lost."""
@@ -218,7 +205,7 @@ async def test_runt_flood(dut):
     assert tb.f[0] >= 990 and tb.f[16] >= 990 and tb.f[2] == tb.f[0]
 
 
-@_test
+@cocotb_test
 async def test_burst(dut):
     """Worst-case burst: decisions pause while frames queue (16 per port), then every queued
     frame is decided back to back (three event cycles each), with runt/drop/transmit traffic."""

@@ -7,7 +7,7 @@
     tw.stop()
 
 ``fpga="rtl"``: fpga_core under cocotb (Verilator by default, ``sim="icarus"``) inside the
-sim-only wrapper hdl/twin_top.v; ``fpga="model"``: the fast mode (ModelRegisterFile +
+sim-only wrapper fpga/twin/twin_top.v; ``fpga="model"``: the fast mode (ModelRegisterFile +
 ForwardingModel). Both serve the same SPI socket (wccp.transport.SocketTransport framing)
 and the same Ethernet ports: frame socket, pcap in/out, TAP devices (optionally moved into
 network namespaces this module creates, see wccptool.twin.netns).
@@ -122,7 +122,7 @@ def _args(cfg):
 
 
 def build(sim="verilator", log=print):
-    """Build (or find cached) the RTL twin; returns the build directory."""
+    """Build the RTL twin (or find it built); returns the cocotb runner (wccptool.twin.rtl.build)."""
     from wccptool.twin import rtl
     return rtl.build(sim, {"clk_per_us": DEFAULT_CLK_PER_US}, log=log)
 
@@ -269,59 +269,3 @@ class FrameClient:
 
     def __exit__(self, *exc):
         self.close()
-
-
-# ---------------------------------------------------------------- `wccp run --fpga rtl|...`
-
-RUN_SPI = "127.0.0.1:7470"
-RUN_FRAMES = "127.0.0.1:7471"
-
-
-def _run_factory(Backend, fpga, sim):
-    def factory(args):
-        env = os.environ
-        spi = env.get("WCCP_TWIN_SPI", RUN_SPI)
-        frames = env.get("WCCP_TWIN_FRAMES", RUN_FRAMES)
-        pcap_out = {}
-        if env.get("WCCP_TWIN_PCAP_OUT"):       # a directory: port0.pcap, port1.pcap
-            d = env["WCCP_TWIN_PCAP_OUT"]
-            os.makedirs(d, exist_ok=True)
-            pcap_out = {0: os.path.join(d, "port0.pcap"), 1: os.path.join(d, "port1.pcap")}
-        topo = None
-        if env.get("WCCP_TWIN_NETNS"):
-            from wccptool.twin import netns as nsmod
-            topo = nsmod.Topology(prefix=env["WCCP_TWIN_NETNS"] if env["WCCP_TWIN_NETNS"] != "1" else "wccp")
-        if fpga == "rtl":
-            print("wccp run: starting the RTL twin (%s; the first start builds it, ~1 min) ..." % sim, flush=True)
-        log = env.get("WCCP_TWIN_LOG")
-        if not log:
-            state = getattr(args, "state_dir", None)
-            if not state:
-                from wccptool.cmd_run import DEFAULT_STATE
-                state = str(DEFAULT_STATE)
-            os.makedirs(state, exist_ok=True)
-            log = os.path.join(state, "twin.log")
-        try:
-            tw = start(fpga=fpga, sim=sim, spi=spi, frames=frames, pcap_out=pcap_out, netns=topo, log_file=log,
-                       bus=env.get("WCCP_TWIN_BUS", "regbus"))
-        except Exception as e:  # noqa: BLE001 - a clear message instead of a traceback
-            raise SystemExit("wccp run: digital twin: %s" % e) from None
-        what = ("RTL fpga_core under cocotb + %s" % sim) if fpga == "rtl" else "twin fast mode (register map + model)"
-        lines = ["digital twin: %s, pid %d" % (what, tw.proc.pid),
-                 "                 SPI socket %s (the firmware's FpgaDataPlane)" % spi,
-                 "                 frame socket %s (wccptool.twin.FrameClient: inject/observe frames)" % frames]
-        if log:
-            lines.append("                 log %s" % log)
-        if pcap_out:
-            lines.append("                 pcap out %s" % ", ".join("port %s: %s" % kv for kv in sorted(pcap_out.items())))
-        if tw.netns is not None:
-            lines.append("                 " + tw.netns.describe())
-        return Backend("fpga", "\n".join(lines), extra_args=["--fpga-socket", spi], cleanup=tw.stop)
-    return factory
-
-
-def register_run_backends(register_backend, Backend):
-    """Called by wccptool.cmd_run: `wccp run --fpga rtl | rtl-icarus | twin-model`."""
-    register_backend("rtl", _run_factory(Backend, "rtl", "verilator"))
-    register_backend("rtl-icarus", _run_factory(Backend, "rtl", "icarus"))
-    register_backend("twin-model", _run_factory(Backend, "model", "verilator"))

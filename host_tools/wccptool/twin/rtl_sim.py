@@ -1,6 +1,6 @@
 """The RTL twin: cocotb "test" module loaded by the simulator (run through
 cocotb_tools.runner by wccptool.twin.rtl). One long-running coroutine serves the twin's
-sockets/ports (wccptool.twin.hub) and drives hdl/twin_top.v around fpga_core.
+sockets/ports (wccptool.twin.hub) and drives fpga/twin/twin_top.v around fpga_core.
 
 Python wakes up once per loop iteration, never per clock: frames and SPI transactions go
 through the wrapper's memories (see twin_top.v). The loop keeps simulated time in step
