@@ -75,6 +75,14 @@ def test_show_renders_real_status(tmp_path):
         assert [ln for ln in detail.splitlines() if ln.strip().startswith("f0:")][0].endswith("  --")
         assert "unassigned         1 buckets" in detail
         assert "priority 240 protocol 6 flags 0x0012 ports 80" in detail
+        # nothing answers the appliance's ARP probes here: the caches have no location, and
+        # show says so (summary, detail) with the discovery's own counters
+        assert "Clients without location:         %s, %s (their traffic goes to the origin)" % (C1, C2) in text
+        assert "Location:                 UNKNOWN (not found yet" in detail
+        assert st["discovery"]["enabled"] and st["discovery"]["counters"]["probes"] >= 2
+        assert sorted(st["discovery"]["unanswered"]) == [C1, C2]
+        assert "Cache discovery (ARP probes):     on: %d probes, 0 replies" % st["discovery"]["counters"]["probes"] in text
+        assert "Probed, no answer yet:" in text
         d91 = cmd_show.render(st, service=91)
         assert "NOT Usable (first contact)" in d91 and "Security:                         MD5" in d91
         assert "(undefined: set by the first cache)" in d91
@@ -96,9 +104,11 @@ def test_show_renders_real_status(tmp_path):
 
 def test_show_dataplane_decision_counters():
     st = {"router_id": RTR, "drops": {}, "groups": [],
-          "dataplane": {"not_redirectable": 7, "gre_return_bad": 2, "truncated": 3, "unassigned": 1}}
+          "dataplane": {"not_redirectable": 7, "gre_return_bad": 2, "truncated": 3, "unassigned": 1,
+                         "cache_unknown": 4}}
     text = cmd_show.render(st)
     assert "Packets not redirectable:         7" in text
+    assert "Packets to origin, no location:   4" in text
     assert "Data-plane packets dropped:       5" in text
     assert "          gre_return_bad:                     2" in text
     assert "          truncated:                          3" in text

@@ -9,6 +9,12 @@ programs *tables* through this interface; implementations are
 * ``wccp.fpga.FpgaDataPlane`` — writes the same tables into the FPGA's shadow bank through
   the register map (SPI on boards, a socket to the simulator on the unix port).
 
+Cache locations (MAC + port) come from the caches' own frames (learnt by the data plane) and
+from active discovery (``wccp.discovery``): the firmware sends an ARP probe for a cache out of
+every port (``send_frame``), the data plane captures the ARP replies addressed to the
+appliance (``arp_replies``) and the firmware sets the location by cache address (``learn``).
+A location learnt that way follows its cache when the cache's index changes.
+
 Model of the tables (mirrors the FPGA's):
 
 * global: router_id (IPv4 as int; GRE outer source), mac (6 bytes; L2-rewrite source
@@ -62,6 +68,8 @@ MIN_FRAME = const(64)           # incl. FCS
 MAX_FRAME = const(1522)         # incl. FCS, with or without an 802.1Q tag
 MIN_MTU = const(68)
 MAX_MTU = const(1500)
+PKTOUT_MAX_LEN = const(64)     # packet-out buffer (send_frame): frame bytes without FCS
+ARPCAP_ENTRIES = const(8)      # ARP replies the capture ring holds (arp_replies)
 DEFAULT_WATCHDOG_MS = const(3000)
 
 # Service Info: service types and flags (wccp2-reference.md 4.2), from the codec's constants.
@@ -242,6 +250,24 @@ class DataPlane:
         raise NotImplementedError
 
     def commit(self):
+        raise NotImplementedError
+
+    # -- active discovery (wccp.discovery): packet out, ARP replies in --
+
+    def send_frame(self, ports, frame):
+        """Send frame (bytes from the destination MAC on, no FCS, 14..PKTOUT_MAX_LEN long; padded
+        to 60 bytes, FCS appended) out of every port whose bit is set in the mask ports."""
+        raise NotImplementedError
+
+    def arp_replies(self, since):
+        """(count, [(sender_ip, src_mac, port), ...]): count = ARP replies to the appliance's MAC
+        captured so far (wrapping 32 bits); the list holds the captures since..count-1, at most the
+        newest ARPCAP_ENTRIES - 1 of them (older ones are lost)."""
+        raise NotImplementedError
+
+    def learn(self, address, mac, port):
+        """Set the location of every live cache entry (any slot) whose address is address, now;
+        the location also follows the cache to a new index at a later commit()."""
         raise NotImplementedError
 
     def arm(self, timeout_ms=None):

@@ -18,6 +18,13 @@ What the driver does beyond plain register writes:
   (mac/port of a NEW entry in ``set_caches``, ``set_cache_location``) are queued and
   written right after the next commit (decision D7 in wccp.fwdmodel, docs/regmap.md
   CACHE_MAC_HI); mac/port of an entry whose address is unchanged are ignored;
+* locations follow their cache to a new index: the FPGA keeps a location per (slot, index);
+  the driver remembers the locations it wrote by address (``learn``: active discovery, and
+  explicit ones) and, when a commit moves an address to a new index, writes its location
+  there right after the commit instead of clearing it (D7 carry-over); an address that
+  leaves every slot is forgotten;
+* active discovery: ``send_frame`` fills PKTOUT_DATA and writes PKTOUT_CTRL (waiting while
+  BUSY); ``arp_replies`` reads the ARPCAP ring;
 * mask sets are compiled by ``wccp.regmap.compile_mask_set`` (<= 7 mask bits per set);
 * ``commit()`` writes COMMIT and polls STATUS until COMMIT_BUSY clears;
 * watchdog: ``arm(timeout_ms)`` writes WDT_TIMEOUT (microseconds) and CONTROL.REDIRECT_EN,
@@ -33,11 +40,12 @@ except ImportError:  # CPython
 
 from wccp import regmap as R
 from wccp.dataplane import (
-    DEFAULT_WATCHDOG_MS, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS, DataPlane,
+    ARPCAP_ENTRIES, DEFAULT_WATCHDOG_MS, MAX_CACHES, PKTOUT_MAX_LEN, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS, DataPlane,
     check_buckets, check_caches, check_mac, check_mask, check_slot, effective_service,
 )
 
 COMMIT_POLLS = const(100000)
+PKTOUT_POLLS = const(100)
 MASK32 = const(0xFFFFFFFF)
 
 # Per-port counter registers -> model counter names (per-port lists).
@@ -111,6 +119,7 @@ class FpgaDataPlane(DataPlane):
         self._base = None
         self._pending = []          # explicit locations for after the next commit
         self._live_addrs = [[] for _ in range(MAX_GROUPS)]   # cache addresses as last committed
+        self._where = {}            # address -> (mac, port) the driver wrote (carried over)
 
     # -- helpers --
 
@@ -238,18 +247,29 @@ class FpgaDataPlane(DataPlane):
         else:
             raise FpgaError("commit did not complete (STATUS.COMMIT_BUSY stuck)")
         # a location re-learnt for the OLD cache between set_caches and the commit must not
-        # survive into the new cache at that index
+        # survive into the new cache at that index; the new cache's own location, when the
+        # driver knows it, is carried over
+        present = set()
         for s in range(MAX_GROUPS):
             before = self._live_addrs[s]
             after = [c[0] for c in self.slots[s].caches]
             for i in range(len(after)):
                 if i >= len(before) or before[i] != after[i]:
-                    self._write_location(s, i, None, None)
+                    lc = self._where.get(after[i])
+                    if lc is None:
+                        self._write_location(s, i, None, None)
+                    else:
+                        self._write_location(s, i, lc[0], lc[1])
             self._live_addrs[s] = after
+            present.update(after)
+        for a in [a for a in self._where if a not in present]:
+            del self._where[a]
         pending = self._pending
         self._pending = []
         for slot, index, mac, port in pending:
             self._write_location(slot, index, mac, port)
+            if mac is not None and port is not None and index < len(self._live_addrs[slot]):
+                self._where[self._live_addrs[slot][index]] = (mac, port)
 
     # -- cache locations (live) --
 
@@ -261,6 +281,53 @@ class FpgaDataPlane(DataPlane):
         if port is not None:
             self._check_port(port)
         self._pending.append((slot, index, m, port))
+
+    def learn(self, address, mac, port):
+        m = check_mac(mac)
+        if m is None:
+            raise ValueError("mac required")
+        self._check_port(port)
+        for s in range(MAX_GROUPS):
+            addrs = self._live_addrs[s]
+            for i in range(len(addrs)):
+                if addrs[i] == address:
+                    self._write_location(s, i, m, port)
+                    self._where[address] = (m, port)
+
+    # -- active discovery: packet out, ARP capture --
+
+    def send_frame(self, ports, frame):
+        if not isinstance(ports, int) or ports <= 0 or ports >> self.num_ports:
+            raise ValueError("ports must be a non-empty mask of ports 0..%d" % (self.num_ports - 1))
+        n = len(frame)
+        if n < 14 or n > PKTOUT_MAX_LEN:
+            raise ValueError("frame must be 14..%d bytes" % PKTOUT_MAX_LEN)
+        for _ in range(PKTOUT_POLLS):
+            if not (self.t.read(R.PKTOUT_CTRL, 1)[0] & R.PKTOUT_BUSY):
+                break
+        else:
+            raise FpgaError("packet out did not complete (PKTOUT_CTRL.BUSY stuck)")
+        buf = bytearray((n + 3) & ~3)
+        buf[0:n] = frame
+        self._w(R.PKTOUT_DATA, R.pack_bytes(buf))
+        self._w(R.PKTOUT_CTRL, [n | (ports << R.PKTOUT_PORTS_SHIFT)])
+
+    def arp_replies(self, since):
+        n = self.t.read(R.ARPCAP_COUNT, 1)[0]
+        k = (n - since) & MASK32
+        if k == 0:
+            return n, []
+        if k >= ARPCAP_ENTRIES:
+            k = ARPCAP_ENTRIES - 1      # the oldest entry may be overwritten while read
+        ring = self.t.read(R.ARPCAP_SIP, 4 * ARPCAP_ENTRIES)
+        out = []
+        for j in range(k):
+            e = ((n - k + j) % ARPCAP_ENTRIES) * 4
+            hi, lo = ring[e + 1], ring[e + 2]
+            mac = bytes(((hi >> 8) & 0xFF, hi & 0xFF, (lo >> 24) & 0xFF, (lo >> 16) & 0xFF,
+                         (lo >> 8) & 0xFF, lo & 0xFF))
+            out.append((ring[e], mac, (hi >> R.ARPCAP_PORT_SHIFT) & 0xF))
+        return n, out
 
     def cache_location(self, slot, index):
         """Learnt/set location read back from CACHE_MAC_HI/LO (None unless MAC and port known).

@@ -57,6 +57,20 @@ implements the same:
     not carry over to the new cache. (FPGA: the driver writes these clears right after
     the commit; RTL that clears them during the bank switch would close the remaining
     window of a few SPI transactions.)
+    Carry-over: at commit() an index whose address changes takes the location its new
+    cache had in the live tables before the switch (any slot, index; both known), so a
+    cache that moves to another index keeps being redirected to. The FPGA keeps locations
+    per index: its driver does the carry-over (wccp.fpga), so ``ModelRegisterFile`` turns
+    it off (``carry_locations``). ``learn(address, mac, port)`` sets the location of every
+    live entry with that address at once (the firmware's active discovery).
+ D16 Packet out and ARP capture (active discovery, wccp.discovery): ``send_frame(ports,
+    frame)`` emits frame (14..PKTOUT_MAX_LEN bytes, padded to 60, new FCS) on every port in
+    the mask, port 0 first, counted in tx frames/bytes (``take_sent()`` hands them over). A
+    received good frame whose destination MAC is the appliance's (live), ethertype ARP
+    (after at most one 802.1Q tag), hardware type 1, protocol type IPv4, lengths 6/4,
+    opcode 2 is captured: (sender IP, source MAC, receive port) go into a ring of
+    ARPCAP_ENTRIES (``arp_replies``). It is forwarded normally like any other non-IPv4
+    frame; capturing never changes a location by itself.
  D8 GRE return whose GRE header matches (0x0000, 0x883E) but whose inner packet is not
     contained (no payload byte, inner header cut, inner total length < 20 or beyond the
     outer IP packet) is DROPPED and counted ``gre_return_bad`` (extra counter). A GRE
@@ -139,7 +153,7 @@ import time
 
 from wccp.dataplane import (
     BUCKET_ALT, BUCKET_UNASSIGNED, DEFAULT_WATCHDOG_MS, FWD_L2, MAX_CACHES, MAX_FRAME,
-    MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2,
+    MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2, ARPCAP_ENTRIES, PKTOUT_MAX_LEN,
     SERVICE_DYNAMIC, SF_DST_IP_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE,
     SF_SRC_IP_HASH, SF_SRC_PORT_HASH, DataPlane, check_buckets, check_caches,
     check_mac, check_mask, check_slot, effective_service,
@@ -147,6 +161,9 @@ from wccp.dataplane import (
 
 ETH_VLAN = const(0x8100)
 ETH_IPV4 = const(0x0800)
+ETH_ARP = const(0x0806)
+OUTBOX_MAX = const(64)
+R_PKTOUT_WORDS = const(16)      # PKTOUT_DATA words (regmap PKTOUT_DATA_COUNT)          # frames send_frame() keeps for take_sent() (oldest dropped)
 GRE_PROTO_WCCP = const(0x883E)
 GRE_OVERHEAD = const(28)        # outer IPv4 20 + GRE 4 + redirect header 4
 MIN_PAYLOAD = const(60)         # Ethernet frame without FCS is padded to this
@@ -353,6 +370,11 @@ class ForwardingModel(DataPlane):
         # explicit location writes waiting for the next commit: [(slot, index, mac, port)]
         self._loc = [[_UNKNOWN] * MAX_CACHES for _ in range(MAX_GROUPS)]
         self._pending = []
+        self.carry_locations = True     # D7 carry-over (off behind ModelRegisterFile)
+        self._outbox = []               # [(port, frame with FCS)] from send_frame (D16)
+        self._arpcap = [None] * ARPCAP_ENTRIES
+        self._arpcap_n = 0
+        self.pktout_sent = 0
         self.clear_counters()
 
     # -- table writes (shadow) --
@@ -419,16 +441,81 @@ class ForwardingModel(DataPlane):
 
     def commit(self):
         old = self._live
+        carry = {}
+        if self.carry_locations:
+            for s in range(MAX_GROUPS):
+                cs = old.slots[s].caches
+                for i in range(len(cs)):
+                    lc = self._loc[s][i]
+                    if lc[0] is not None and lc[1] is not None:
+                        carry[cs[i][C_ADDR]] = lc
         self._live = self._shadow.copy()
         for s in range(MAX_GROUPS):
             before = old.slots[s].caches
             after = self._live.slots[s].caches
             for i in range(len(after)):
                 if i >= len(before) or before[i][C_ADDR] != after[i][C_ADDR]:
-                    self._loc[s][i] = _UNKNOWN
+                    self._loc[s][i] = carry.get(after[i][C_ADDR], _UNKNOWN)
         for slot, index, mac, port in self._pending:
             self._loc[slot][index] = (mac, port)
         self._pending = []
+
+    def learn(self, address, mac, port):
+        mac = check_mac(mac)
+        if mac is None:
+            raise ValueError("mac required")
+        self._check_port(port)
+        loc = (mac, port)
+        live = self._live.slots
+        for s in range(MAX_GROUPS):
+            caches = live[s].caches
+            for i in range(len(caches)):
+                if caches[i][C_ADDR] == address:
+                    self._loc[s][i] = loc
+
+    # -- packet out, ARP capture (D16) --
+
+    def send_frame(self, ports, frame):
+        if not isinstance(ports, int) or ports <= 0 or ports >> self.num_ports:
+            raise ValueError("ports must be a non-empty mask of ports 0..%d" % (self.num_ports - 1))
+        n = len(frame)
+        if n < 14 or n > PKTOUT_MAX_LEN:
+            raise ValueError("frame must be 14..%d bytes" % PKTOUT_MAX_LEN)
+        buf = bytearray(max(n, MIN_PAYLOAD))
+        buf[0:n] = frame
+        data = bytes(buf) + fcs(buf)
+        c = self._c
+        for p in range(self.num_ports):
+            if ports >> p & 1:
+                c["tx_frames"][p] += 1
+                c["tx_bytes"][p] += len(data)
+                self._outbox.append((p, data))
+                self.pktout_sent += 1
+        if len(self._outbox) > OUTBOX_MAX:
+            del self._outbox[:len(self._outbox) - OUTBOX_MAX]
+
+    def take_sent(self):
+        """The frames send_frame() emitted since the last call: [(port, frame with FCS)]."""
+        out = self._outbox
+        self._outbox = []
+        return out
+
+    def arp_replies(self, since):
+        n = self._arpcap_n
+        k = (n - since) & 0xFFFFFFFF
+        if k >= ARPCAP_ENTRIES:
+            k = ARPCAP_ENTRIES - 1      # the oldest entry may be overwritten while read
+        return n, [self._arpcap[(n - k + j) % ARPCAP_ENTRIES] for j in range(k)]
+
+    def _capture_arp(self, port, frame, l3):
+        # n >= 64 (rx checks): the ARP fields (l3 + 28 <= 46) are in the frame
+        if frame[0:6] != self._live.mac:
+            return
+        if frame[l3:l3 + 8] != b"\x00\x01\x08\x00\x06\x04\x00\x02":
+            return
+        sip = struct.unpack_from(">I", frame, l3 + 14)[0]
+        self._arpcap[self._arpcap_n % ARPCAP_ENTRIES] = (sip, bytes(frame[6:12]), port)
+        self._arpcap_n = (self._arpcap_n + 1) & 0xFFFFFFFF
 
     # -- reads --
 
@@ -548,6 +635,8 @@ class ForwardingModel(DataPlane):
             et = (frame[16] << 8) | frame[17]
             l3 = 18
         if et != ETH_IPV4:
+            if et == ETH_ARP and learn:
+                self._capture_arp(port, frame, l3)
             return Decision("forward", "not_ipv4", out)
         enabled = self.redirect_enabled(now)
         # IPv4: n >= 64 guarantees the 20-byte base header is inside the frame
@@ -800,7 +889,9 @@ class ModelRegisterFile:
     model's counters. With ``wccp.fpga.FpgaDataPlane`` over ``wccp.transport.LoopbackTransport``
     (or a socket) this is the digital twin's fast mode: the real driver, the model in place
     of the RTL. Decision counters are totals in the model; they read on port 0 (the driver
-    sums over ports). Reads of CACHE_MAC_* return 0, as in register map 1.0.
+    sums over ports). Reads of CACHE_MAC_* return 0, as in register map 1.0. The PROBE
+    block drives ``send_frame`` (PKTOUT; never BUSY: the model sends at once) and reads the
+    ARP capture ring; locations are kept per index as in the FPGA (no carry-over: D7).
     """
 
     def __init__(self, model=None):
@@ -811,6 +902,8 @@ class ModelRegisterFile:
         self.staging = {}
         self.live = {regmap.WDT_TIMEOUT: 1000000, regmap.CONTROL: 0}
         self.commits = 0
+        self.pktout = [0] * R_PKTOUT_WORDS
+        self.model.carry_locations = False      # the FPGA's driver carries locations (D7)
         self.model.arm(1000)        # timeout from WDT_TIMEOUT's reset value ...
         self.model.disarm()         # ... CONTROL.REDIRECT_EN resets to 0
 
@@ -861,6 +954,14 @@ class ModelRegisterFile:
                 if port is not None and port >= m.num_ports:
                     port = None
                 m._loc[slot][idx] = (mac, port)
+        elif R.PKTOUT_DATA <= a < R.PKTOUT_DATA + R_PKTOUT_WORDS:
+            self.pktout[a - R.PKTOUT_DATA] = v & 0xFFFFFFFF
+        elif a == R.PKTOUT_CTRL:
+            n = v & R.PKTOUT_LEN_MASK
+            ports = (v >> R.PKTOUT_PORTS_SHIFT) & ((1 << m.num_ports) - 1)
+            if 14 <= n <= R.PKTOUT_MAX_LEN and ports:
+                data = b"".join(struct.pack(">I", w) for w in self.pktout)
+                m.send_frame(ports, data[:n])
         elif a == R.COMMIT:
             if v & 1:
                 self._commit()
@@ -896,6 +997,19 @@ class ModelRegisterFile:
             return max(0, m._timeout - _tdiff(m._time(None), m._last_hb)) * 1000
         if a in self.live:
             return self.live[a]
+        if a == R.PKTOUT_CTRL:
+            return (m.pktout_sent & 0xFFFF) << R.PKTOUT_SENT_SHIFT
+        if a == R.ARPCAP_COUNT:
+            return m._arpcap_n
+        if R.ARPCAP_SIP <= a < R.ARPCAP_SIP + 4 * R.ARPCAP_ENTRIES:
+            e = m._arpcap[(a - R.ARPCAP_SIP) // 4]
+            off = (a - R.ARPCAP_SIP) % 4
+            if e is None or off == 3:
+                return 0
+            if off == 0:
+                return e[0]
+            hi, lo = R.mac_words(e[1])
+            return lo if off == 2 else hi | (e[2] << R.ARPCAP_PORT_SHIFT)
         if self._is_shadow(a):
             return self.shadow.get(a, 0)
         return self._read_counter(a)

@@ -50,6 +50,7 @@ import struct
 
 from wccp import codec
 from wccp import dataplane as _dpmod
+from wccp.discovery import Discovery
 from wccp.storage import MemStorage, next_boot
 
 _pack_into = struct.pack_into
@@ -305,6 +306,7 @@ class Router:
             self.dp.configure(self.router_id, _mac_bytes(config["mac"]), min(config["mtu"], 1500))
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
+        self.discovery = Discovery(self.dp, _mac_bytes(config["mac"]), getattr(self.dp, "num_ports", 2))
         self._reprogram_slots()
         arm = getattr(self.dp, "arm", None)   # fail-open watchdog: armed once, fed by tick()
         if arm is not None:
@@ -446,6 +448,7 @@ class Router:
             self._program_tables(g)
             self.dp.commit()
             self._count(g, "dataplane_commits")
+            self._discover()
             return True
         except Exception as e:  # noqa: BLE001
             self._dp_error(g, e)
@@ -479,11 +482,25 @@ class Router:
             self.dp.heartbeat()
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
+        self._discover()
         return out
 
     def next_deadline(self, now_ms):
         """Milliseconds until tick() has something to do (upper bound; at most T/10)."""
-        return max(10, self.T // 10)
+        d = max(10, self.T // 10)
+        p = self.discovery.next_ms(now_ms)
+        return d if p is None else max(1, min(d, p))
+
+    def _discover(self):
+        """Active discovery (wccp.discovery) of the usable caches in the data plane. Never raises."""
+        targets = set()
+        for g in self.groups:
+            if g.slot >= 0:
+                targets.update(g.order)
+        try:
+            self.discovery.run(self.now, targets)
+        except Exception as e:  # noqa: BLE001
+            self._dp_error(None, e)
 
     # ---------------------------------------------------------------- receive path
     def _receive(self, data, src_ip, src_port, dst_ip, now):
@@ -1097,7 +1114,8 @@ class Router:
                     "connected_ms": (now - c[C_JOINED]) if c[C_BITS] & B_USABLE else 0,
                     "sent_to": ip(c[C_SENT_TO]), "multicast": bool(c[C_BITS] & B_MCAST), "query_sent": bool(c[C_BITS] & B_QUERY),
                     "routers": [ip(r) for r in c[C_ROUTERS]], "hia_count": c[C_HIAS],
-                    "l2_adjacent": c[C_ADDR] in g.l2, "assigned": counts.get(c[C_ADDR], 0)})
+                    "l2_adjacent": c[C_ADDR] in g.l2, "assigned": counts.get(c[C_ADDR], 0),
+                    "location": self._location(g, c[C_ADDR]) if c[C_BITS] & B_USABLE else None})
             asg = None
             if a is not None:
                 asg = {"type": a["type"], "caches": [ip(x) for x in a["caches"]]}
@@ -1131,9 +1149,28 @@ class Router:
             dpc = self.dp.counters()
         except Exception as e:  # noqa: BLE001
             dpc = {"error": "%s: %s" % (type(e).__name__, e)}
+        disc = self.discovery.status()
+        disc["unanswered"] = [ip(a) for a in disc["unanswered"]]
         return {"router_id": self.router_ip, "addresses": list(self.addresses), "boot": self.boot,
                 "uptime_ms": now - self.started, "here_i_am_ms": self.T, "version": "2.00",
                 "total_caches": self.total,
                 "counters": dict(self.counters), "drops": dict(self.drops),
                 "last_malformed": self.last_malformed, "last_error": self.last_error,
-                "groups": groups, "dataplane": dpc}
+                "groups": groups, "dataplane": dpc, "discovery": disc}
+
+    def _location(self, g, addr):
+        """Where the data plane sends a usable cache's traffic: {mac, port, source} or None."""
+        lc = self.discovery.location(addr)
+        src = "probe"
+        if lc is None and g.slot >= 0:
+            src = "dataplane"
+            a = g.assignment
+            addrs = list(a["caches"]) if a is not None else []
+            addrs += [x for x in g.order if x not in addrs]
+            try:
+                lc = self.dp.cache_location(g.slot, addrs.index(addr)) if addr in addrs else None
+            except Exception:  # noqa: BLE001 - status never raises
+                lc = None
+        if lc is None:
+            return None
+        return {"mac": ":".join("%02x" % b for b in lc[0]), "port": lc[1], "source": src}

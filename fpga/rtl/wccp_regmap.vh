@@ -3,7 +3,7 @@
 `define WCCP_REGMAP_VH
 
 `define WCCP_ID_VALUE 32'h57434350
-`define WCCP_REGMAP_VERSION 32'h00010000
+`define WCCP_REGMAP_VERSION 32'h00010100
 `define WCCP_NUM_PORTS 2
 `define WCCP_MAX_GROUPS 8
 `define WCCP_MAX_CACHES 32
@@ -34,6 +34,13 @@
 `define WCCP_CACHE_MAC_KNOWN 65536
 `define WCCP_CACHE_PORT_KNOWN 131072
 `define WCCP_CACHE_PORT_SHIFT 20
+`define WCCP_PKTOUT_MAX_LEN 64
+`define WCCP_PKTOUT_LEN_MASK 127
+`define WCCP_PKTOUT_PORTS_SHIFT 8
+`define WCCP_PKTOUT_BUSY 1
+`define WCCP_PKTOUT_SENT_SHIFT 16
+`define WCCP_ARPCAP_ENTRIES 8
+`define WCCP_ARPCAP_PORT_SHIFT 20
 
 // block GLOBAL: Identification, control, watchdog, commit and global shadow configuration.
 `define WCCP_GLOBAL_BASE 24'h000000
@@ -112,6 +119,25 @@
 `define WCCP_MASKTAB_WORD 0
 `define WCCP_MASKTAB_WORD_STRIDE 1
 `define WCCP_MASKTAB_WORD_COUNT 128
+
+// block PROBE: Active discovery of cache locations (all live): a packet-out buffer the firmware fills and sends out
+`define WCCP_PROBE_BASE 24'h004000
+`define WCCP_PROBE_STRIDE 0
+`define WCCP_PROBE_COUNT 1
+`define WCCP_PKTOUT_DATA 0
+`define WCCP_PKTOUT_DATA_STRIDE 1
+`define WCCP_PKTOUT_DATA_COUNT 16
+`define WCCP_PKTOUT_CTRL 16
+`define WCCP_ARPCAP_COUNT 17
+`define WCCP_ARPCAP_SIP 32
+`define WCCP_ARPCAP_SIP_STRIDE 4
+`define WCCP_ARPCAP_SIP_COUNT 8
+`define WCCP_ARPCAP_MAC_HI 33
+`define WCCP_ARPCAP_MAC_HI_STRIDE 4
+`define WCCP_ARPCAP_MAC_HI_COUNT 8
+`define WCCP_ARPCAP_MAC_LO 34
+`define WCCP_ARPCAP_MAC_LO_STRIDE 4
+`define WCCP_ARPCAP_MAC_LO_COUNT 8
 
 // block PORTCNT: Per-port counters (read-only, 32-bit wrapping), in block RAM: they lag the traffic by < 1 us and are
 `define WCCP_PORTCNT_BASE 24'h010000

@@ -52,10 +52,25 @@ def render_dataplane(dp):
     if not isinstance(dp.get("not_redirectable"), int):
         return []           # no data-plane counters (or the data plane raised)
     out = [_row("Packets not redirectable", dp["not_redirectable"], 34),
+           _row("Packets to origin, no location", dp.get("cache_unknown", 0), 34),
            _row("Data-plane packets dropped", sum(dp.get(k, 0) for k in DP_DROPS), 34)]
     for k in DP_DROPS:
         out.append("          %-36s%d" % (k + ":", dp.get(k, 0)))
     return out
+
+
+def unlocated(g):
+    """Usable caches of group g whose location (MAC, port) the data plane does not know."""
+    return [c["address"] for c in g.get("caches", []) if c.get("state") == "usable" and c.get("location") is None]
+
+
+def _location(c):
+    lc = c.get("location")
+    if lc is None:
+        if c.get("state") != "usable":
+            return "-"
+        return "UNKNOWN (not found yet: its traffic goes to the origin)"
+    return "%s on port %s (%s)" % (lc["mac"], lc["port"], lc.get("source", "?"))
 
 
 def render_summary(st, groups=None):
@@ -74,6 +89,14 @@ def render_summary(st, groups=None):
         out.append("          %-36s%d" % (k + ":", drops[k]))
     dp = st.get("dataplane") or {}
     out.extend(render_dataplane(dp))
+    disc = st.get("discovery")
+    if disc:
+        dc = disc.get("counters") or {}
+        out.append(_row("Cache discovery (ARP probes)", "%s: %d probes, %d replies, %d found, %d moved" % (
+            "on" if disc.get("enabled") else "off (data plane cannot send)", dc.get("probes", 0),
+            dc.get("replies", 0), dc.get("learnt", 0), dc.get("moved", 0)), 34))
+        if disc.get("unanswered"):
+            out.append(_row("Probed, no answer yet", ", ".join(disc["unanswered"]), 34))
     for g in st.get("groups", []):
         if groups is not None and g["service_id"] not in groups:
             continue
@@ -97,6 +120,9 @@ def render_summary(st, groups=None):
         if g.get("flush_in_ms") is not None:
             out.append(_row("Flush without assignment in", "%.1f s" % (g["flush_in_ms"] / 1000.0), 34))
         out.append(_row("Total Packets Unassigned", dp.get("unassigned", 0), 34))
+        lost = unlocated(g)
+        if lost:
+            out.append(_row("Clients without location", "%s (their traffic goes to the origin)" % ", ".join(lost), 34))
         out.append(_row("Total Messages Denied to Group", gd.get("cache_not_allowed", 0) + gd.get("service_conflict", 0), 34))
         out.append(_row("Total Authentication failures", gd.get("md5_failure", 0) + gd.get("security_mismatch", 0), 34))
         out.append(_row("Total Bypassed Packets Received", dp.get("gre_return", 0), 34))
@@ -188,6 +214,7 @@ def render_detail(st, g):
         out.append(_row("Packet Return", c.get("return", "?").upper(), 26))
         out.append(_row("Assignment", (c.get("assignment") or "?").upper(), 26))
         out.append(_row("Weight / Status", "%s / %s" % (c.get("weight", 0), c.get("status", 0)), 26))
+        out.append(_row("Location", _location(c), 26))
         if a and a["type"] == "hash" and c["address"] in a["caches"]:
             idx = a["caches"].index(c["address"])
             out.append(_row("Assigned Hash Info", _bitmap_hex(a["buckets"], idx), 26))

@@ -23,6 +23,8 @@ def serve(cfg):
             for c, mosi in hub.spi_queue:
                 hub.spi_reply(c, rf.transaction(mosi))
             hub.spi_queue = []
+            for out, data in rf.model.take_sent():      # PKTOUT (active discovery)
+                hub.tx(out, data)
             for p in range(hub.num_ports):
                 q = hub.rx[p]
                 hub.rx[p] = []
