@@ -194,6 +194,7 @@ def squid_conf(workdir, address, router, setup, service_name):
         "http_port %s:3128" % address,
         "http_port %d intercept" % INTERCEPT_PORT,
         "http_access allow all",
+        "strip_query_terms off",
         "visible_hostname %s" % service_name,
         "pid_filename %s/squid.pid" % workdir,
         "cache_log %s/cache.log" % workdir,
