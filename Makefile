@@ -1,5 +1,6 @@
 # WCCPv2 hardware redirector — top-level entry points.
 #   make run    the simulated appliance (sets itself up)
+#   make lab    the inline lab: clients, origin, Squid caches and the appliance in namespaces (root)
 #   make test   the whole test suite (sets itself up)
 #   make lint   ruff (Python, firmware included) and Verilator lint (RTL)
 #   make bench  benchmarks; results are recorded in docs/performance.md
@@ -10,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 RTL_SOURCES := $(wildcard fpga/rtl/*.v)
 
-.PHONY: all setup system run test lint lint-py lint-verilog bench synth clean
+.PHONY: all setup system run lab test lint lint-py lint-verilog bench synth clean
 
 all: test
 
@@ -24,6 +25,9 @@ setup: system $(VENV)/.stamp
 
 run: setup
 	$(VENV)/bin/wccp run --fpga $${FPGA:-rtl}
+
+lab: setup   # the inline lab (root): clients, origin, Squid caches, the appliance; FPGA=twin-model for the fast model
+	$(VENV)/bin/wccp lab --fpga $${FPGA:-rtl} $(LAB_ARGS)
 
 # The suite runs on TEST_WORKERS pytest-xdist processes (auto: one per CPU core; 0: no xdist,
 # one process). --dist loadgroup keeps each module that reuses fixed addresses on one worker

@@ -312,6 +312,8 @@ def test_cache_commands_are_the_quickstarts():
         for argv in L.cache_setup_commands("192.0.2.10", "192.0.2.1", fwd, gre=gre or "ip_gre"):
             line = " ".join(argv)
             assert line in text, line
+    assert " ".join(L.decap_command("192.0.2.10", "192.0.2.1")) in text
+    assert "wccp lab" in text.split("## 2.")[0]
 
 
 def test_cli_up_banner_and_down(tmp_path):

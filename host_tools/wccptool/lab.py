@@ -179,13 +179,18 @@ def cache_setup_commands(cache, router, forwarding, gre="ip_gre", dev="eth0", tu
         into = tunnel
     else:
         into = dev
-    cmds.append(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
-    cmds.append(["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.%s.rp_filter=0" % into])
+    cmds.append(["sysctl", "-w", "net.ipv4.ip_forward=1"])
+    cmds.append(["sysctl", "-w", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.%s.rp_filter=0" % into])
     rule = ["iptables", "-t", "nat", "-A", "PREROUTING", "-i", into, "-p", "tcp", "--dport", "80"]
     if forwarding != "gre":
         rule += ["!", "-d", cache]        # L2: the cache's own port-80 traffic is not intercepted
     cmds.append(rule + ["-j", "REDIRECT", "--to-port", str(INTERCEPT_PORT)])
     return cmds
+
+
+def decap_command(cache, router, tunnel="wccp0"):
+    """The decapsulator for kernels without ip_gre (docs/quickstart.md section 7)."""
+    return ["python3", "-m", "wccptool.lab", "decap", "--dev", tunnel, "--remote", router, "--local", cache]
 
 
 def squid_conf(workdir, address, router, setup, service_name):
@@ -515,8 +520,7 @@ class Lab:
             self.gre = gre
             if gre == "decap":
                 run(nsx(ns, ["ip", "tuntap", "add", "dev", "wccp0", "mode", "tun"]))
-                self._spawn("decap%d" % (i + 1), ns, [sys.executable, "-m", "wccptool.lab", "decap", "--dev",
-                                                      "wccp0", "--remote", ROUTER, "--local", addr])
+                self._spawn("decap%d" % (i + 1), ns, [sys.executable] + decap_command(addr, ROUTER)[1:])
         for argv in cache_setup_commands(addr, ROUTER, fwd, gre=gre or "ip_gre"):
             if argv[:3] == ["ip", "tuntap", "add"]:
                 continue                         # made above, before the decapsulator attached
