@@ -13,6 +13,7 @@ process it started, also on failure. Root is required (CI runs as root).
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -316,8 +317,10 @@ def test_cache_commands_are_the_quickstarts():
     assert "wccp lab" in text.split("## 2.")[0]
 
 
-def test_cli_up_banner_and_down(tmp_path):
-    """`wccp lab` prints its banner; `wccp lab --down` from another shell removes it all."""
+@pytest.mark.parametrize("stop", ["down", "ctrl-c"])
+def test_cli_up_banner_and_down(tmp_path, stop):
+    """`wccp lab` prints its banner; `wccp lab --down` from another shell, or Ctrl-C, removes
+    every namespace, interface and process it made."""
     _need_root()
     prefix = "lc" + secrets.token_hex(3)
     d = tempfile.mkdtemp(prefix="wccp-lab-")
@@ -335,10 +338,15 @@ def test_cli_up_banner_and_down(tmp_path):
         assert "ip netns exec %s-cl curl -v http://%s/index.html" % (prefix, L.ORIGIN) in text
         assert "wccp show --host %s" % L.ROUTER in text
         assert "decapsulator" in text or "ip_gre" in text
-        r = subprocess.run(wccp + ["--down", "--prefix", prefix, "--state-dir", state], capture_output=True,
-                           text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        p.wait(30)
+        if stop == "down":
+            r = subprocess.run(wccp + ["--down", "--prefix", prefix, "--state-dir", state], capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 0, r.stderr
+            assert "removed the lab process %d" % p.pid in r.stdout, r.stdout
+        else:
+            os.kill(p.pid, signal.SIGINT)
+        assert p.wait(30) == 0
+        assert "removed its namespaces and processes" in (tmp_path / "lab.out").read_text()
         left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert prefix not in left
         assert prefix not in subprocess.run(["ip", "link"], capture_output=True, text=True).stdout
