@@ -41,16 +41,19 @@ module fpga_core #(
     wire        reg_rvalid;
     wire [31:0] rg_rdata, cc_rdata, bc_rdata;
     wire        rg_rvalid, cc_rvalid, bc_rvalid, cc_rd, bc_rd;
-    assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid | st_rvalid;
-    assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : st_rvalid ? st_rdata : rg_rdata;
+    // (wccp_probe answers its reads in the same cycle as wccp_regs, which reads 0 there)
+    assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid | st_rvalid | pr_rvalid;
+    assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : st_rvalid ? st_rdata :
+                       (rg_rdata | pr_rdata);
     // reset distribution: one registered copy per region (wccp_rst_buf), all one cycle late
-    wire        rst_bus, rst_spi, rst_go, rst_st, rst_cc, rst_bc;
+    wire        rst_bus, rst_spi, rst_go, rst_st, rst_cc, rst_bc, rst_pr;
     wccp_rst_buf rb_bus (.clk(clk), .d(rst), .q(rst_bus));     // register file, bus
     wccp_rst_buf rb_spi (.clk(clk), .d(rst), .q(rst_spi));     // SPI slave
     wccp_rst_buf rb_go (.clk(clk), .d(rst), .q(rst_go));       // builder requests (b_go)
     wccp_rst_buf rb_st (.clk(clk), .d(rst), .q(rst_st));       // port and slot counters
     wccp_rst_buf rb_cc (.clk(clk), .d(rst), .q(rst_cc));       // per-cache counters
     wccp_rst_buf rb_bc (.clk(clk), .d(rst), .q(rst_bc));       // per-bucket counters
+    wccp_rst_buf rb_pr (.clk(clk), .d(rst), .q(rst_pr));       // packet out, ARP capture
     wire        dbg_sel = dbg_reg_wr | dbg_reg_rd;
     // the bus is registered once before the register file (timing)
     reg  [23:0] reg_addr;
@@ -140,6 +143,21 @@ module fpga_core #(
         .rvalid(st_rvalid));
     assign redirect_active = active;
 
+    // ---------------- active discovery: packet out, ARP-reply capture ----------------
+    wire [31:0] pr_rdata;
+    wire        pr_rvalid;
+    wire [1:0]  cap_v;
+    wire [79:0] cap_d [0:1];
+    wire [1:0]  pk_req;
+    wire [7:0]  pk_data;
+    wire        pk_valid, pk_last;
+    reg         pk_go;               // registered grant of an egress to the sender
+    wccp_probe probe (
+        .clk(clk), .rst(rst_pr), .reg_addr(reg_addr), .reg_wr(reg_wr), .reg_wdata(reg_wdata),
+        .reg_rd(reg_rd), .rdata(pr_rdata), .rvalid(pr_rvalid),
+        .cap0_valid(cap_v[0]), .cap0_data(cap_d[0]), .cap1_valid(cap_v[1]), .cap1_data(cap_d[1]),
+        .req(pk_req), .m_data(pk_data), .m_valid(pk_valid), .m_last(pk_last), .m_ready(pk_go));
+
     // ---------------- per receive port: queue, decision, builder ----------------
     wire [7:0]  rxd [0:1];
     wire        rxdv [0:1];
@@ -180,6 +198,10 @@ module fpga_core #(
         wire [7:0]  q_proto, q_l4b4;
         wire [31:0] q_sip, q_dip, q_l4w0;
         wire [3:0]  q_ihl;
+        wire [7:0]  m_data;
+        wire        m_valid, m_last, m_good;
+        wire [31:0] c_sip;
+        wire [47:0] c_mac;
 
         wccp_rxq #(.BUF_AW(BUF_AW)) rxq (
             .clk(clk), .rst(rst_rx), .gmii_rxd(rxd[g]), .gmii_rx_dv(rxdv[g]), .gmii_rx_er(rxer[g]),
@@ -189,8 +211,13 @@ module fpga_core #(
             .q_proto(q_proto), .q_sip(q_sip), .q_dip(q_dip), .q_sport(q_sport), .q_dport(q_dport),
             .q_totlen(q_totlen), .q_ihl(q_ihl), .q_l4w0(q_l4w0), .q_l4b4(q_l4b4), .q_len4(q_len4),
             .q_len8(q_len8), .st_valid(st_valid), .st_pop(st_pop), .st_good(st_good), .st_avail(st_avail),
-            .st_flen(st_flen), .ev_rx(ev_rx[g]), .ev_rx_len(ev_rx_len[g*12 +: 12]),
-            .ev_drop(ev_drop[g*4 +: 4]));
+            .st_flen(st_flen), .m_data(m_data), .m_valid(m_valid), .m_last(m_last), .m_good(m_good),
+            .ev_rx(ev_rx[g]), .ev_rx_len(ev_rx_len[g*12 +: 12]), .ev_drop(ev_drop[g*4 +: 4]));
+        wccp_arpcap arpcap (
+            .clk(clk), .rst(rst_rx), .s_data(m_data), .s_valid(m_valid), .s_last(m_last),
+            .s_good(m_good), .appl_mac(appl_mac), .cap_valid(cap_v[g]), .cap_sip(c_sip),
+            .cap_mac(c_mac));
+        assign cap_d[g] = {c_sip, c_mac};
 
         // table copies for this engine
         wire [7:0]  c_raddr;
@@ -295,7 +322,7 @@ module fpga_core #(
     // sit far apart on the die): the MAC's registered byte request becomes the builder's
     // m_ready a cycle later, and the popped byte reaches the MAC a cycle after the pop.
     wire [1:0] e_grant_valid;
-    wire [1:0] e_grant;          // which builder owns egress e
+    wire [3:0] e_grant;          // which source owns egress e (2 bits each: builder 0 / 1, packet out)
     wire [1:0] tx_ready;
     reg  [1:0] b_go;             // registered request towards builder 0 / 1
     wire [7:0] txd [0:1];
@@ -303,12 +330,14 @@ module fpga_core #(
     wire       txer [0:1];
     generate
     for (g = 0; g < 2; g = g + 1) begin : egress
-        wire       gv, gsel, s_ready, done;
+        wire       gv, s_ready, done;
+        wire [1:0] gsel;
         // requests: a builder's, or its engine's act_go in the cycle before it (the builder
         // takes that action in that cycle and raises its request with it: the arbiter holds
         // the grant; a request that comes later waits, so the owner is never one whose first
         // byte is due before it can be there)
-        wire [1:0] rq = {b_req[1][g] || a_go[1][g], b_req[0][g] || a_go[0][g]};
+        // (the packet-out sender requests for exactly one frame too, its bytes ready at once)
+        wire [2:0] rq = {pk_req[g], b_req[1][g] || a_go[1][g], b_req[0][g] || a_go[0][g]};
         /* verilator lint_off UNUSEDSIGNAL */
         wire       aborted;      // a stomped frame: not counted as transmitted
         /* verilator lint_on UNUSEDSIGNAL */
@@ -317,16 +346,17 @@ module fpga_core #(
         reg        e_valid, e_last, e_abort, e_start;
         wire       rst_e;
         wccp_rst_buf rb_e (.clk(clk), .d(rst), .q(rst_e));     // arbiter, egress registers, MAC
-        wccp_arbiter arb (
+        wccp_arbiter #(.N(3)) arb (
             .clk(clk), .rst(rst_e), .req(rq), .grant_valid(gv), .grant(gsel));
         assign e_grant_valid[g] = gv;
-        assign e_grant[g] = gsel;
+        assign e_grant[g*2 +: 2] = gsel;
         assign tx_ready[g] = s_ready;
         always @(posedge clk) begin
-            e_data  <= gsel ? b_data[1] : b_data[0];
-            e_last  <= gsel ? b_last[1] : b_last[0];
-            e_abort <= gsel ? b_abort[1] : b_abort[0];
-            e_valid <= !rst_e && gv && (gsel ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
+            e_data  <= gsel[1] ? pk_data : gsel[0] ? b_data[1] : b_data[0];
+            e_last  <= gsel[1] ? pk_last : gsel[0] ? b_last[1] : b_last[0];
+            e_abort <= !gsel[1] && (gsel[0] ? b_abort[1] : b_abort[0]);
+            e_valid <= !rst_e && gv && (gsel[1] ? (pk_valid && pk_go) :
+                                        gsel[0] ? (b_valid[1] && b_ready[1]) : (b_valid[0] && b_ready[0]));
         end
         // the preamble starts two cycles after a request (registered: e_start; the arbiter
         // grants it in the next cycle) or a grant: the owner's first byte is popped 4 cycles
@@ -335,7 +365,7 @@ module fpga_core #(
         // act_go, then the builder's issue in l2) or 5 (the builder's request with l2, its
         // issue after go). An idle arbiter grants any request in the next cycle; a builder
         // that requests, or whose engine raised act_go, always sends a frame.
-        always @(posedge clk) e_start <= !rst_e && (gv || rq[0] || rq[1]);
+        always @(posedge clk) e_start <= !rst_e && (gv || rq != 3'd0);
         wccp_mac_tx mac_tx (
             .clk(clk), .rst(rst_e), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),
             .s_abort(e_abort), .s_start(e_start), .s_ready(s_ready),
@@ -346,10 +376,12 @@ module fpga_core #(
     end
     endgenerate
     always @(posedge clk) begin
-        b_go[0] <= !rst_go && ((e_grant_valid[0] && e_grant[0] == 1'b0 && tx_ready[0]) ||
-                            (e_grant_valid[1] && e_grant[1] == 1'b0 && tx_ready[1]));
-        b_go[1] <= !rst_go && ((e_grant_valid[0] && e_grant[0] == 1'b1 && tx_ready[0]) ||
-                            (e_grant_valid[1] && e_grant[1] == 1'b1 && tx_ready[1]));
+        b_go[0] <= !rst_go && ((e_grant_valid[0] && e_grant[1:0] == 2'd0 && tx_ready[0]) ||
+                            (e_grant_valid[1] && e_grant[3:2] == 2'd0 && tx_ready[1]));
+        b_go[1] <= !rst_go && ((e_grant_valid[0] && e_grant[1:0] == 2'd1 && tx_ready[0]) ||
+                            (e_grant_valid[1] && e_grant[3:2] == 2'd1 && tx_ready[1]));
+        pk_go   <= !rst_go && ((e_grant_valid[0] && e_grant[1:0] == 2'd2 && tx_ready[0]) ||
+                            (e_grant_valid[1] && e_grant[3:2] == 2'd2 && tx_ready[1]));
     end
     assign b_ready[0] = b_go[0];
     assign b_ready[1] = b_go[1];

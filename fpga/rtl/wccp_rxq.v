@@ -69,6 +69,11 @@ module wccp_rxq #(
     output wire          st_good,
     output wire          st_avail,
     output wire [10:0]   st_flen,
+    // the receive MAC's stream (FCS removed; m_last with m_good), for wccp_arpcap
+    output wire [7:0]    m_data,
+    output wire          m_valid,
+    output wire          m_last,
+    output wire          m_good,
     // events
     output reg           ev_rx,
     output reg  [11:0]   ev_rx_len,
@@ -84,6 +89,10 @@ module wccp_rxq #(
         .m_data(r_data), .m_valid(r_valid), .m_last(r_last), .m_good(r_good), .m_runt(r_runt),
         .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len), .e_data(e_data), .e_valid(e_valid),
         .e_end(e_end));
+    assign m_data = r_data;
+    assign m_valid = r_valid;
+    assign m_last = r_last;
+    assign m_good = r_good;
 
     wire        p_vlan, p_is_ip, p_ip_hdr_ok, p_avail, p_tcpudp;
     wire        p_hdr_done;   // header fields final (while the frame arrives, or with p_done)

@@ -1,5 +1,8 @@
 """wccp_arbiter: a grant is held for the owner's whole frame (no interleaving), strict
-round-robin when both requesters wait (fairness, bounded waiting), no grant without a request."""
+round-robin when several requesters wait (fairness, bounded waiting), no grant without a request.
+Built with N = 2 and N = 3 requesters (the egress arbiters: two builders and the packet-out
+sender); the testbench reads N from the environment (ARB_N)."""
+import os
 import pathlib
 import random
 import sys
@@ -21,8 +24,11 @@ def _test(f):
     return cocotb.test()(f) if cocotb is not None else f
 
 
+N = int(os.environ.get("ARB_N", "2"))
+
+
 class TB:
-    """Two requesters behaving like builders: raise req, wait for the grant, send a frame of
+    """N requesters behaving like builders: raise req, wait for the grant, send a frame of
     `n` cycles while granted, drop req (for at least one cycle), repeat."""
 
     def __init__(self, dut, seed, gap=(1, 4), flen=(1, 20), clock=True):
@@ -33,10 +39,10 @@ class TB:
         if clock:
             cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
         dut.req.value = 0
-        self.req = [0, 0]
-        self.waiting_since = [None, None]
+        self.req = [0] * N
+        self.waiting_since = [None] * N
         self.frames = []          # (requester, start cycle, end cycle)
-        self.max_wait = [0, 0]
+        self.max_wait = [0] * N
         self.errors = []
 
     async def run(self, cycles, stop_after=None):
@@ -45,9 +51,9 @@ class TB:
         for _ in range(3):
             await RisingEdge(d.clk)
         d.rst.value = 0
-        left = [0, 0]          # cycles of frame left while granted
-        idle = [0, 0]          # cycles before requesting again
-        sent = [0, 0]
+        left = [0] * N         # cycles of frame left while granted
+        idle = [0] * N         # cycles before requesting again
+        sent = [0] * N
         owner = None           # requester currently transmitting
         prev = None            # (grant_valid, grant, req) seen at the previous edge
         for cyc in range(cycles):
@@ -64,11 +70,11 @@ class TB:
                     self.errors.append((cyc, "grant kept after the owner released"))
             elif gv and not r[g]:
                 self.errors.append((cyc, "grant without request", g))
-            elif not gv and (r[0] or r[1]) and prev is not None:
+            elif not gv and any(r) and prev is not None:
                 self.errors.append((cyc, "request not granted while idle"))
             prev = (gv, g)
             nreq = list(self.req)
-            for i in (0, 1):
+            for i in range(N):
                 if self.req[i] and left[i] == 0 and gv and g == i and owner is None:
                     left[i] = self.rng.randint(*self.flen)
                     owner = i
@@ -94,22 +100,22 @@ class TB:
                         self.waiting_since[i] = cyc + 1
             await Timer(1, "ns")
             self.req = nreq
-            d.req.value = nreq[0] | nreq[1] << 1
+            d.req.value = sum(b << i for i, b in enumerate(nreq))
         return sent
 
 
 @_test
 async def test_saturated_round_robin(dut):
-    """Both always requesting again right away: grants alternate strictly."""
+    """All always requesting again right away: grants go round strictly in index order."""
     tb = TB(dut, 1, gap=(0, 0))
     sent = await tb.run(3000)
     assert tb.errors == [], tb.errors[:5]
     who = [f[0] for f in tb.frames]
     assert len(who) > 100
-    assert all(a != b for a, b in zip(who, who[1:], strict=False)), who[:40]
-    assert abs(sent[0] - sent[1]) <= 1, sent
-    # bounded wait: at most the other's longest frame plus a few cycles of turnaround
-    assert max(tb.max_wait) <= 20 + 4, tb.max_wait
+    assert all(b == (a + 1) % N for a, b in zip(who, who[1:], strict=False)), who[:40]
+    assert max(sent) - min(sent) <= 1, sent
+    # bounded wait: at most the others' longest frames plus a few cycles of turnaround each
+    assert max(tb.max_wait) <= (N - 1) * (20 + 4), tb.max_wait
 
 
 @_test
@@ -119,7 +125,7 @@ async def test_random_traffic(dut):
         sent = await tb.run(2000)
         assert tb.errors == [], (seed, tb.errors[:5])
         assert min(sent) > 20, sent
-        assert max(tb.max_wait) <= 30 + 4, tb.max_wait
+        assert max(tb.max_wait) <= (N - 1) * (30 + 4), tb.max_wait
         # frames never overlap
         fr = [f for f in tb.frames if f[2] is not None]
         for a, b in zip(fr, fr[1:], strict=False):
@@ -130,11 +136,13 @@ async def test_random_traffic(dut):
 async def test_single_requester(dut):
     """Only requester 1 active: it gets every grant, with one turnaround cycle at most."""
     tb = TB(dut, 5, gap=(0, 2), flen=(1, 5))
-    sent = await tb.run(600, stop_after=(0, 10 ** 9))
-    assert tb.errors == [] and sent[0] == 0 and sent[1] > 50, (tb.errors[:3], sent)
+    sent = await tb.run(600, stop_after=[10 ** 9 if i == 1 else 0 for i in range(N)])
+    assert tb.errors == [] and sent[1] > 50 and sum(sent) == sent[1], (tb.errors[:3], sent)
     assert tb.max_wait[1] <= 2, tb.max_wait
 
 
+@pytest.mark.parametrize("n", [2, 3])
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
-def test_wccp_arbiter(sim):
-    wccp_tb.run_sim(sim, "wccp_arbiter", __file__, sources=[wccp_tb.RTL / "wccp_arbiter.v"])
+def test_wccp_arbiter(sim, n):
+    wccp_tb.run_sim(sim, "wccp_arbiter", __file__, sources=[wccp_tb.RTL / "wccp_arbiter.v"],
+                    parameters={"N": n}, extra_env={"ARB_N": str(n)}, tag="n%d" % n)
