@@ -4,8 +4,10 @@ MicroPython unix port driving the FPGA twin). The six scenarios of the lab, with
 access logs as evidence. Nothing in these tests sends traffic from a cache through the
 appliance before the redirection is checked: the appliance must find its caches itself.
 
-Squid runs under libfaketime at 10x (its hard-coded 10 s HERE_I_AM interval becomes 1 s) and
-the firmware's T is 1 s: the protocol's removal time is 3 s.
+Scenario 1 runs on the RTL twin and the fast model, the others on the fast model
+(WCCP_LAB_FPGA=rtl: on the RTL; all six pass there too, the 6 MB transfer takes about a
+minute). Squid runs under libfaketime at 10x (its hard-coded 10 s HERE_I_AM interval becomes
+1 s) and the firmware's T is 1 s: the protocol's removal time is 3 s.
 
 Every test makes its own namespaces (a random per-test prefix) and removes them, and every
 process it started, also on failure. Root is required (CI runs as root).
@@ -27,6 +29,8 @@ from wccp.fwdmodel import fold, hash_key
 from wccptool import lab as L
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# Scenarios 2-6 run on the fast model in `make test`; WCCP_LAB_FPGA=rtl runs them on the RTL twin.
+FPGA = os.environ.get("WCCP_LAB_FPGA", "twin-model")
 
 
 def _need_root():
@@ -45,7 +49,7 @@ def make_lab():
     def make(**kw):
         d = tempfile.mkdtemp(prefix="wccp-lab-")
         os.chmod(d, 0o755)                    # Squid runs as nobody
-        kw.setdefault("fpga", "twin-model")
+        kw.setdefault("fpga", FPGA)
         lab = L.Lab(prefix="lt" + secrets.token_hex(3), state_dir=os.path.join(d, "s"), time_scale=10,
                     log=lambda *a: None, **kw)
         made.append((lab, d))
@@ -251,7 +255,7 @@ def test_s5_firmware_killed_fail_open_then_resume(make_lab):
         tries.append("open=%d" % len(tries))
         status, hdrs, body = lab.get(path="/index.html?" + tries[-1], timeout=2)
         return status == 200 and "via" not in hdrs and body == lab.content["/index.html"]
-    L.wait_until(direct, 20, "the FPGA to fail open (a request answered by the origin itself)", step=0.3)
+    L.wait_until(direct, 60, "the FPGA to fail open (a request answered by the origin itself)", step=0.3)
     fail_open = time.monotonic() - t0
     org = _log_lines(lab, "origin80")
     assert any(ln.startswith(L.CLIENT + " ") and tries[-1] + " " in ln for ln in org), org[-5:]
@@ -276,12 +280,12 @@ def test_s6_large_transfers_byte_exact(make_lab):
     lab.wait_assigned()
     _served(lab)
     t0 = time.monotonic()
-    status, hdrs, body = lab.get(path="/big.bin", timeout=60)
+    status, hdrs, body = lab.get(path="/big.bin", timeout=300)
     dt = time.monotonic() - t0
     assert status == 200 and lab.served_by(hdrs) == 0
     assert len(body) == L.BIG_SIZE and L.sha256(body) == L.sha256(lab.content["/big.bin"])
     up = lab.content["/big.bin"][:2 * 1024 * 1024]
-    status, hdrs, answer = lab.get(path="/upload", method="POST", body=up, timeout=60)
+    status, hdrs, answer = lab.get(path="/upload", method="POST", body=up, timeout=300)
     assert status == 200 and lab.served_by(hdrs) == 0
     assert answer.decode().split() == [L.sha256(up), str(len(up))]
     log = lab.access_log(0)
