@@ -579,7 +579,10 @@ class Lab:
             usable = [c for c in g["caches"] if c["state"] == "usable"]
             a = g.get("assignment")
             return len(usable) == n and a is not None and len(a["caches"]) == n and g
-        return wait_until(ok, timeout, "%d usable cache(s) and an assignment" % n, step=0.2)
+        t0 = time.monotonic()
+        g = wait_until(ok, timeout, "%d usable cache(s) and an assignment" % n, step=0.2)
+        self.timings["assigned"] = time.monotonic() - t0
+        return g
 
     # -- clients
     def get(self, host=ORIGIN, path="/index.html", port=80, source=None, timeout=5.0, method="GET", body=None):
@@ -622,7 +625,8 @@ class Lab:
         gre = {"ip_gre": "the kernel's ip_gre tunnel",
                "decap": "the lab's decapsulator (no ip_gre in this kernel): raw GRE socket -> TUN wccp0"}
         lines = [
-            "WCCPv2 inline lab up in %.0f s (%s)" % (self.timings.get("up", 0), SERVICES[self.service]["help"]),
+            "WCCPv2 inline lab up: namespaces and processes in %.0f s, caches assigned %.0f s later (%s)"
+            % (self.timings.get("up", 0), self.timings.get("assigned", 0), SERVICES[self.service]["help"]),
             "  appliance   firmware in %s at %s (WCCP UDP 2048, /status :%d), FPGA twin: %s"
             % (fw, ROUTER, HTTP_PORT, mode),
             "  client      %s: %s (+%d more client addresses), FPGA port 0, MTU %d"
