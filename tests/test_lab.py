@@ -302,7 +302,7 @@ def test_gre_payload_strips_gre_and_wccp_header():
     inner = bytes(IP(src="10.62.0.10", dst="10.62.0.1") / TCP(dport=80, flags="S"))
     wccp_hdr = bytes(4)
     for gre, extra in ((GRE(proto=0x883E), wccp_hdr), (GRE(proto=0x0800), b""),
-                       (GRE(proto=0x883E, key_present=1, key=7, seqnum_present=1, seqence_number=3), wccp_hdr)):
+                       (GRE(proto=0x883E, key_present=1, key=7, seqnum_present=1, sequence_number=3), wccp_hdr)):
         pkt = bytes(IP(src=L.ROUTER, dst="10.62.0.21", proto=47) / gre) + extra + inner
         assert L.gre_payload(pkt) == inner
     assert L.gre_payload(bytes(IP(proto=47) / GRE(proto=0x86DD)) + inner) is None       # not IPv4 inside
