@@ -47,15 +47,21 @@ module wccp_probe (
     reg        z1, wr1, rd1;
     reg [5:0]  a1;
     reg [31:0] wd1;
+    reg        a_buf1, a_ctrl1;    // the access is to PKTOUT_DATA / PKTOUT_CTRL (offsets)
+    reg        go1;                // its data is a valid send: LEN 14..64, a port
     always @(posedge clk) begin
         z1 <= reg_addr[23:6] == BASE[23:6];
         wr1 <= reg_wr && !rst;
         rd1 <= reg_rd && !rst;
         a1 <= reg_addr[5:0];
         wd1 <= reg_wdata;
+        a_buf1 <= reg_addr[5:4] == 2'd0;
+        a_ctrl1 <= reg_addr[5:0] == A_CTRL;
+        go1 <= reg_wdata[6:0] >= 7'd14 && reg_wdata[6:0] <= 7'd64 &&
+               reg_wdata[`WCCP_PKTOUT_PORTS_SHIFT +: 2] != 2'b00;
     end
-    wire w_buf  = wr1 && z1 && a1[5:4] == 2'd0;
-    wire w_ctrl = wr1 && z1 && a1 == A_CTRL;
+    wire w_buf  = wr1 && z1 && a_buf1;
+    wire w_ctrl = wr1 && z1 && a_ctrl1;
 
     // ---------------- packet-out buffer and sender ----------------
     reg [31:0] mem [0:15];
@@ -76,8 +82,7 @@ module wccp_probe (
     reg        e;              // egress of the frame being sent
     reg [15:0] sent;
     wire       pop = m_valid && m_ready;
-    wire       start = w_ctrl && !busy && wd1[6:0] >= 7'd14 && wd1[6:0] <= 7'd64 &&
-                       wd1[`WCCP_PKTOUT_PORTS_SHIFT +: 2] != 2'b00;
+    wire       start = w_ctrl && go1 && !busy;
     assign m_data = w[31:24];
     always @(posedge clk) begin
         nwl <= 1'b0;
@@ -143,6 +148,12 @@ module wccp_probe (
     reg [80:0] c0, c1;          // {port, sip, mac}
     reg [80:0] ring [0:7];
     reg [31:0] count;
+    // configuration contents (LUT RAM initial values): an entry never written reads 0
+    integer ri;
+    initial begin
+        for (ri = 0; ri < 8; ri = ri + 1) ring[ri] = 81'd0;
+        for (ri = 0; ri < 16; ri = ri + 1) mem[ri] = 32'd0;
+    end
     always @(posedge clk) begin
         if (cap0_valid) begin p0 <= 1'b1; c0 <= {1'b0, cap0_data}; end
         if (cap1_valid) begin p1 <= 1'b1; c1 <= {1'b1, cap1_data}; end
