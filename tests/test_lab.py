@@ -83,6 +83,13 @@ def _served(lab, source=L.CLIENT, path="/index.html", timeout=15.0):
     raise AssertionError("no request from %s served by a Squid within %.0f s (last: %r)" % (source, timeout, last))
 
 
+def _logged(lab, i, pred, what):
+    """Squid writes an access-log line once a transaction is over, which may be just after the
+    client has read the whole response: wait (10 s at most) until pred(log) holds."""
+    return L.wait_until(lambda: pred(lab.access_log(i)) and lab.access_log(i), 10,
+                        "Squid %d's access log: %s" % (i + 1, what))
+
+
 def _log_lines(lab, name):
     with open(lab.procs[name].log, errors="replace") as f:
         return f.read().splitlines()
@@ -118,9 +125,8 @@ def test_s1_hash_gre_one_squid(make_lab, fpga):
     took, hdrs, body = _served(lab)
     assert body == lab.content["/index.html"]
     assert "MISS from %s" % lab.cache_name(0) in hdrs.get("x-cache", "") or "HIT" in hdrs.get("x-cache", "")
-    log = lab.access_log(0)
-    assert any(e["client"] == L.CLIENT and e["url"] == "http://%s/index.html" % L.ORIGIN and e["status"] == 200
-               for e in log), log
+    _logged(lab, 0, lambda log: any(e["client"] == L.CLIENT and e["url"] == "http://%s/index.html" % L.ORIGIN
+                                    and e["status"] == 200 for e in log), "the client's request")
     # the origin saw the request from the cache, not from the client
     org = _log_lines(lab, "origin80")
     assert any(ln.startswith(lab.caches[0] + " ") and "GET /index.html" in ln for ln in org), org
@@ -160,8 +166,9 @@ def test_s2_two_squids_hash_split(make_lab):
         got[c] = lab.caches[i]
     assert got == want
     for i, cache in enumerate(lab.caches):
-        logged = {e["client"] for e in lab.access_log(i) if "client=" in e["url"]}
         mine = {c for c, k in want.items() if k == cache}
+        _logged(lab, i, lambda log, m=mine: {e["client"] for e in log if "client=" in e["url"]} >= m, "its clients")
+        logged = {e["client"] for e in lab.access_log(i) if "client=" in e["url"]}
         assert logged == mine, (cache, sorted(logged ^ mine))
         assert len(mine) >= 4, "cache %s got %d of %d clients" % (cache, len(mine), len(lab.clients))
 
@@ -180,8 +187,8 @@ def test_s3_mask_l2_dynamic_service(make_lab):
     for src in lab.clients[1:5]:
         status, hdrs, body = lab.get(source=src, path="/index.html?l2=%s" % src)
         assert status == 200 and lab.served_by(hdrs) == 0 and body == lab.content["/index.html"]
-    logged = {e["client"] for e in lab.access_log(0)}
-    assert {L.CLIENT} | set(lab.clients[1:5]) <= logged
+    want = {L.CLIENT} | set(lab.clients[1:5])
+    _logged(lab, 0, lambda log: {e["client"] for e in log} >= want, "the clients %s" % sorted(want))
 
 
 # ---------------------------------------------------------------- scenario 4
@@ -231,8 +238,8 @@ def test_s4_squid_killed_survivor_takes_over(make_lab):
         assert all(ok for _t, ok in results[c]), "survivor's client %s failed: %r" % (c, results[c])
     g = lab.group()
     assert [x["address"] for x in g["caches"] if x["state"] == "usable"] == [lab.caches[0]]
-    logged = {e["client"] for e in lab.access_log(0) if "k=" in e["url"]}
-    assert set(theirs) <= logged
+    _logged(lab, 0, lambda log: {e["client"] for e in log if "k=" in e["url"]} >= set(theirs),
+            "the dead cache's clients %s" % theirs)
     print("scenario 4: victim's clients recovered %.1f s after the kill (bound %.1f s)" % (recovered_at, bound))
 
 
@@ -265,7 +272,8 @@ def test_s5_firmware_killed_fail_open_then_resume(make_lab):
     assert g["member_change_number"] != before
     took, hdrs, body = _served(lab, path="/index.html?again=1")
     assert body == lab.content["/index.html"]
-    assert any("again=1" in e["url"] and e["client"] == L.CLIENT for e in lab.access_log(0)[n_log:])
+    _logged(lab, 0, lambda log: any("again=1" in e["url"] and e["client"] == L.CLIENT for e in log[n_log:]),
+            "the request after the restart")
     print("scenario 5: fail-open %.1f s after the kill; change number %s -> %s"
           % (fail_open, before, g["member_change_number"]))
 
@@ -288,9 +296,9 @@ def test_s6_large_transfers_byte_exact(make_lab):
     status, hdrs, answer = lab.get(path="/upload", method="POST", body=up, timeout=300)
     assert status == 200 and lab.served_by(hdrs) == 0
     assert answer.decode().split() == [L.sha256(up), str(len(up))]
-    log = lab.access_log(0)
-    assert any(e["url"].endswith("/big.bin") and e["bytes"] >= L.BIG_SIZE and e["client"] == L.CLIENT for e in log)
-    assert any(e["method"] == "POST" and e["client"] == L.CLIENT for e in log)
+    _logged(lab, 0, lambda log: any(e["url"].endswith("/big.bin") and e["bytes"] >= L.BIG_SIZE
+                                    and e["client"] == L.CLIENT for e in log), "the download")
+    _logged(lab, 0, lambda log: any(e["method"] == "POST" and e["client"] == L.CLIENT for e in log), "the upload")
     print("scenario 6: 6 MB through the redirect in %.1f s" % dt)
 
 
