@@ -351,6 +351,11 @@ def test_cli_up_banner_and_down(tmp_path, stop):
         assert "wccp show --host %s" % L.ROUTER in text
         assert "decapsulator" in text or "ip_gre" in text
         if stop == "down":
+            # a second lab on the same prefix is refused, and leaves the running one alone
+            r = subprocess.run(wccp + ["--fpga", "twin-model", "--prefix", prefix, "--state-dir", state],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 1 and "is running (pid %d)" % p.pid in r.stderr, r.stderr
+            assert p.poll() is None
             r = subprocess.run(wccp + ["--down", "--prefix", prefix, "--state-dir", state], capture_output=True,
                                text=True, timeout=60)
             assert r.returncode == 0, r.stderr

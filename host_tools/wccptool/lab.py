@@ -369,6 +369,7 @@ class Lab:
         self.twin = None
         self.content = None
         self.timings = {}
+        self.made = False
 
     # -- names and paths
     def cache_ns(self, i):
@@ -398,7 +399,15 @@ class Lab:
     # -- bring-up
     def up(self):
         need_root()
+        for tool in ("ip", "iptables", "sysctl"):
+            if shutil.which(tool) is None:
+                raise LabError("%s not found: install it (scripts/setup-system.sh, `make setup`)" % tool)
         t0 = time.monotonic()
+        owner = running_owner(self.state)
+        if owner:
+            raise LabError("a lab with prefix %s is running (pid %d): stop it (`wccp lab --down --prefix %s`) "
+                           "or choose another --prefix" % (self.prefix, owner, self.prefix))
+        self.made = True                  # from here on, down() removes what this lab made
         if self.state.exists():
             down_from_state(self.state, self.prefix, quiet=True)
             shutil.rmtree(self.state, ignore_errors=True)
@@ -595,6 +604,8 @@ class Lab:
 
     # -- teardown
     def down(self):
+        if not self.made:                 # never brought up (e.g. refused): nothing of ours to remove
+            return
         for name in list(self.procs):
             p = self.procs.pop(name)
             p.kill()
@@ -611,6 +622,7 @@ class Lab:
             (self.state / "lab.json").unlink()
         except OSError:
             pass
+        self.made = False
 
     def __enter__(self):
         return self
@@ -643,11 +655,17 @@ class Lab:
             % (self.ns["client"], ORIGIN),
             "  ip netns exec %s curl -s --interface 10.62.0.%d http://%s/ -o /dev/null  # another client"
             % (self.ns["client"], FIRST_EXTRA_CLIENT, ORIGIN),
-            "  ip netns exec %s wccp show --host %s --port %d --detail" % (fw, ROUTER, HTTP_PORT),
+            "  ip netns exec %s %s show --host %s --port %d --detail" % (fw, _wccp_exe(), ROUTER, HTTP_PORT),
             "  tail -f %s/access.log" % self.cache_dir(0),
             "Stop: Ctrl-C here, or `wccp lab --down --prefix %s` from another shell" % self.prefix,
         ]
         return "\n".join(lines)
+
+
+def _wccp_exe():
+    """`wccp` as the user can run it inside a namespace (sudo's PATH may not hold the venv)."""
+    exe = os.path.join(os.path.dirname(sys.executable), "wccp")
+    return exe if os.access(exe, os.X_OK) else "wccp"
 
 
 def _tcp_open(host, port):
@@ -710,6 +728,15 @@ def down_from_state(state_dir, prefix, quiet=False, log=print):
     if not quiet:
         log("lab: removed %s" % (", ".join(removed) if removed else "nothing (no lab with prefix %s)" % prefix))
     return removed
+
+
+def running_owner(state_dir):
+    """pid of the live `wccp lab` (or test) that owns the lab in state_dir, else None."""
+    try:
+        owner = json.loads((pathlib.Path(state_dir) / "lab.json").read_text()).get("owner")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return owner if owner and owner != os.getpid() and _alive(owner) else None
 
 
 def _alive(pid):
