@@ -19,7 +19,7 @@ import random
 import time
 
 import pytest
-from twin_helpers import build_rtl, by_port, ether, ip2int, ipv4, mac, predict, tcp, udp
+from twin_helpers import build_rtl, by_port, ether, ip2int, ipv4, mac, predict, tcp, udp, without_probes
 
 from wccp import regmap as R
 from wccptool import cachesim as cs
@@ -137,7 +137,8 @@ def test_firmware_caches_twin_redirect_failopen_restart(fpga, tmp_path):
         for port, frames in ((1, learn_frames()), (0, client_frames())):
             want = predict(ref, port, frames)
             fc.send_many([(port, f) for f in frames])
-            got = by_port(fc.barrier())
+            # (the firmware's ARP probes for the caches, which never answer here, come between)
+            got = by_port(without_probes(fc.barrier()))
             assert got == want, "%s: port %d traffic differs from the model" % (what, port)
             if port == 0:
                 for f in want[1]:
@@ -196,7 +197,7 @@ def test_firmware_caches_twin_redirect_failopen_restart(fpga, tmp_path):
             assert not t.read(R.STATUS, 1)[0] & R.STATUS_ACTIVE
             frames = client_frames()
             fc.send_many([(0, f) for f in frames])
-            assert by_port(fc.barrier()) == {0: [], 1: frames}     # everything passes unchanged
+            assert by_port(without_probes(fc.barrier())) == {0: [], 1: frames}     # everything passes unchanged
 
             # restart: the caches re-join, re-assign, redirection resumes
             commits = t.read(R.COMMIT, 1)[0]

@@ -81,6 +81,18 @@ def predict(model, port, frames):
     return out
 
 
+def is_probe(frame):
+    """An ARP probe of the appliance's active discovery (wccp.discovery): broadcast ARP request
+    with sender IP 0.0.0.0. The firmware sends them on its own schedule, between test frames."""
+    return frame[0:6] == b"\xff" * 6 and frame[12:22] == bytes.fromhex("08060001080006040001") \
+        and frame[28:32] == b"\x00" * 4
+
+
+def without_probes(received):
+    """received ([(port, frame)]) without the discovery's ARP probes."""
+    return [(p, f) for p, f in received if not is_probe(f)]
+
+
 def by_port(received):
     out = {0: [], 1: []}
     for p, f in received:

@@ -210,6 +210,14 @@ def check_mask(sets):
     return out
 
 
+def check_send(ports, frame, num_ports=NUM_PORTS):
+    """Validate a send_frame() request: a non-empty port mask and a 14..PKTOUT_MAX_LEN byte frame."""
+    if not isinstance(ports, int) or ports <= 0 or ports >> num_ports:
+        raise ValueError("ports must be a non-empty mask of ports 0..%d" % (num_ports - 1))
+    if len(frame) < 14 or len(frame) > PKTOUT_MAX_LEN:
+        raise ValueError("frame must be 14..%d bytes" % PKTOUT_MAX_LEN)
+
+
 class DataPlane:
     """Abstract data plane. Subclasses implement every method."""
 

@@ -40,8 +40,8 @@ except ImportError:  # CPython
 
 from wccp import regmap as R
 from wccp.dataplane import (
-    ARPCAP_ENTRIES, DEFAULT_WATCHDOG_MS, MAX_CACHES, PKTOUT_MAX_LEN, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS, DataPlane,
-    check_buckets, check_caches, check_mac, check_mask, check_slot, effective_service,
+    ARPCAP_ENTRIES, DEFAULT_WATCHDOG_MS, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS, DataPlane,
+    check_buckets, check_caches, check_send, check_mac, check_mask, check_slot, effective_service,
 )
 
 COMMIT_POLLS = const(100000)
@@ -297,11 +297,8 @@ class FpgaDataPlane(DataPlane):
     # -- active discovery: packet out, ARP capture --
 
     def send_frame(self, ports, frame):
-        if not isinstance(ports, int) or ports <= 0 or ports >> self.num_ports:
-            raise ValueError("ports must be a non-empty mask of ports 0..%d" % (self.num_ports - 1))
+        check_send(ports, frame, self.num_ports)
         n = len(frame)
-        if n < 14 or n > PKTOUT_MAX_LEN:
-            raise ValueError("frame must be 14..%d bytes" % PKTOUT_MAX_LEN)
         for _ in range(PKTOUT_POLLS):
             if not (self.t.read(R.PKTOUT_CTRL, 1)[0] & R.PKTOUT_BUSY):
                 break

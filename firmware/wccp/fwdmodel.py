@@ -153,9 +153,9 @@ import time
 
 from wccp.dataplane import (
     BUCKET_ALT, BUCKET_UNASSIGNED, DEFAULT_WATCHDOG_MS, FWD_L2, MAX_CACHES, MAX_FRAME,
-    MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2, ARPCAP_ENTRIES, PKTOUT_MAX_LEN,
+    MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2, ARPCAP_ENTRIES,
     SERVICE_DYNAMIC, SF_DST_IP_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE,
-    SF_SRC_IP_HASH, SF_SRC_PORT_HASH, DataPlane, check_buckets, check_caches,
+    SF_SRC_IP_HASH, SF_SRC_PORT_HASH, DataPlane, check_buckets, check_caches, check_send,
     check_mac, check_mask, check_slot, effective_service,
 )
 
@@ -476,11 +476,8 @@ class ForwardingModel(DataPlane):
     # -- packet out, ARP capture (D16) --
 
     def send_frame(self, ports, frame):
-        if not isinstance(ports, int) or ports <= 0 or ports >> self.num_ports:
-            raise ValueError("ports must be a non-empty mask of ports 0..%d" % (self.num_ports - 1))
+        check_send(ports, frame, self.num_ports)
         n = len(frame)
-        if n < 14 or n > PKTOUT_MAX_LEN:
-            raise ValueError("frame must be 14..%d bytes" % PKTOUT_MAX_LEN)
         buf = bytearray(max(n, MIN_PAYLOAD))
         buf[0:n] = frame
         data = bytes(buf) + fcs(buf)
