@@ -238,6 +238,9 @@ def test_s4_squid_killed_survivor_takes_over(make_lab):
         assert all(ok for _t, ok in results[c]), "survivor's client %s failed: %r" % (c, results[c])
     g = lab.group()
     assert [x["address"] for x in g["caches"] if x["state"] == "usable"] == [lab.caches[0]]
+    for c in lab.clients:                      # every client, not just the sampled ones
+        status, hdrs, body = lab.get(source=c, path="/index.html?after=%s" % c)
+        assert status == 200 and lab.served_by(hdrs) == 0 and body == lab.content["/index.html"], (c, hdrs)
     _logged(lab, 0, lambda log: {e["client"] for e in log if "k=" in e["url"]} >= set(theirs),
             "the dead cache's clients %s" % theirs)
     print("scenario 4: victim's clients recovered %.1f s after the kill (bound %.1f s)" % (recovered_at, bound))

@@ -421,6 +421,7 @@ class Lab:
         self.timings["up"] = time.monotonic() - t0
 
     def _up(self):
+        self.log("lab: finding the patched Squid (scripts/ensure-squid.sh; the first build takes minutes) ...")
         squid = ensure_squid()
         if self.time_scale != 1 and libfaketime() is None:
             raise LabError("--time-scale 10 needs libfaketime (Debian package libfaketime)")
