@@ -346,6 +346,8 @@ class Lab:
             raise LabError("service must be one of %s" % ", ".join(SERVICES))
         if not 1 <= caches <= 8:
             raise LabError("1 to 8 caches")
+        if not 0 <= clients <= 100:
+            raise LabError("0 to 100 extra client addresses")
         if time_scale not in (1, 10):
             raise LabError("time scale 1 (real time) or 10 (Squid under libfaketime, 1 s HERE_I_AM)")
         self.prefix = prefix
@@ -357,7 +359,10 @@ class Lab:
         self.gre_choice = gre
         self.gre = None                # "ip_gre" / "decap" once up (GRE set-ups)
         self.log = log
-        self.state = pathlib.Path(state_dir or (ROOT / "build" / "lab" / prefix))
+        self.state = pathlib.Path(state_dir or (ROOT / "build" / "lab" / prefix)).absolute()
+        if len(str(self.state / "frames.sock")) > 107:
+            raise LabError("state directory %s: too long a path for its UNIX sockets (107 bytes); "
+                           "use a shorter --state-dir" % self.state)
         self.ns = {"client": prefix + "-cl", "switch": prefix + "-sw", "origin": prefix + "-org",
                    "firmware": prefix + "-fw"}
         for i in range(caches):
