@@ -115,3 +115,23 @@ def test_show_dataplane_decision_counters():
     # a data plane that raised (or none): no data-plane lines
     for dp in ({"error": "OSError: spi"}, None):
         assert "Data-plane packets dropped" not in cmd_show.render({"router_id": RTR, "dataplane": dp})
+
+
+def test_show_caches_without_location():
+    g = {"service_type": "standard", "service_id": 0, "slot": 0, "usable": 2, "routers": [], "to_origin": 7,
+         "assignment": {"type": "hash", "caches": [C1, C2], "buckets": [0] * 128 + [1] * 128},
+         "caches": [{"address": C1, "state": "usable", "location": None, "to_origin": 7, "assigned": 128},
+                    {"address": C2, "state": "usable", "assigned": 128, "to_origin": 0,
+                     "location": {"mac": "02:00:00:00:00:c2", "port": 1, "source": "probe"}}]}
+    st = {"router_id": RTR, "drops": {}, "groups": [g], "dataplane": {"not_redirectable": 0, "cache_unknown": 7},
+          "discovery": {"enabled": True, "counters": {"probes": 9, "replies": 1, "learnt": 1, "moved": 0},
+                        "unanswered": [C1]}}
+    text = cmd_show.render(st)
+    assert text.count("Packets to origin, no location:   7") == 2       # the data plane's, the group's
+    assert "Clients without location:         %s (their traffic goes to the origin)" % C1 in text
+    assert "Cache discovery (ARP probes):     on: 9 probes, 1 replies, 1 found, 0 moved" in text
+    assert "Probed, no answer yet:            %s" % C1 in text
+    detail = cmd_show.render(st, service=0)
+    assert "Location:                 UNKNOWN (not found yet: its traffic goes to the origin)" in detail
+    assert "Location:                 02:00:00:00:00:c2 on port 1 (probe)" in detail
+    assert "To origin, no location:   7" in detail and "To origin, no location:   0" in detail

@@ -77,7 +77,10 @@ def test_learn_and_carry_over_by_the_driver():
     dp.set_hash(0, bytes([0, 1] * 128))
     dp.commit()
     f = eth(http())
-    assert m.decide(0, f).reason == "cache_unknown"
+    assert m.process(0, f) == [(1, f)] and m.decide(0, f).reason == "cache_unknown"
+    c = dp.counters()
+    assert c["cache_unknown"] == 1 and c["cache_unknown_frames"] == m.counters()["cache_unknown_frames"]
+    assert sum(c["cache_unknown_frames"][0]) == 1
     dp.learn(CACHE_IP, CACHE_MAC, 1)
     dp.learn(CACHE2_IP, CACHE2_MAC, 1)
     assert dp.cache_location(0, 0) is None       # CACHE_MAC reads 0 (register map 1.0)

@@ -373,7 +373,8 @@ class FpgaDataPlane(DataPlane):
         slots = [self.t.read(R.SLOTCNT_BASE + R.SLOTCNT_STRIDE * s, 2 * np_) for s in range(MAX_GROUPS)]
         caches = [self.t.read(R.CACHECNT_BASE + R.CACHECNT_STRIDE * s, 2 * MAX_CACHES) for s in range(MAX_GROUPS)]
         buckets = [self.t.read(R.BUCKETCNT_BASE + R.BUCKETCNT_STRIDE * s, NUM_BUCKETS) for s in range(MAX_GROUPS)]
-        return ports, slots, caches, buckets
+        unknown = [self.t.read(R.UNKCNT_BASE + R.UNKCNT_STRIDE * s, MAX_CACHES) for s in range(MAX_GROUPS)]
+        return ports, slots, caches, buckets, unknown
 
     def clear_counters(self):
         self._base = self._raw_counters()
@@ -399,6 +400,7 @@ class FpgaDataPlane(DataPlane):
         c["cache_frames"] = [[d(2, s, 2 * i) for i in range(MAX_CACHES)] for s in range(MAX_GROUPS)]
         c["cache_bytes"] = [[d(2, s, 2 * i + 1) for i in range(MAX_CACHES)] for s in range(MAX_GROUPS)]
         c["bucket_hits"] = [[d(3, s, b) for b in range(NUM_BUCKETS)] for s in range(MAX_GROUPS)]
+        c["cache_unknown_frames"] = [[d(4, s, i) for i in range(MAX_CACHES)] for s in range(MAX_GROUPS)]
         return c
 
     # -- introspection --

@@ -127,7 +127,8 @@ Counters (``counters()`` dict): per port lists ``rx_frames rx_bytes tx_frames tx
 rx_runt rx_bad_fcs rx_oversize rx_overflow learnt``; totals ``not_redirectable gre_return
 gre_return_bad from_cache unassigned cache_unknown redirect_l2 redirect_gre gre_too_big
 truncated`` (decision counters: per receive port in the FPGA, summed by its driver); per slot lists
-``slot_frames slot_bytes``; per slot x cache ``cache_frames cache_bytes`` (8 lists of 32);
+``slot_frames slot_bytes``; per slot x cache ``cache_frames cache_bytes cache_unknown_frames`` (8 lists of 32; the last:
+frames that went to the origin because that cache's location was unknown);
 per slot x bucket ``bucket_hits`` (8 lists of 256). ``wccp.fpga.FpgaDataPlane.counters()``
 returns the same keys.
 
@@ -576,6 +577,7 @@ class ForwardingModel(DataPlane):
         c["slot_bytes"] = [0] * MAX_GROUPS
         c["cache_frames"] = [[0] * MAX_CACHES for _ in range(MAX_GROUPS)]
         c["cache_bytes"] = [[0] * MAX_CACHES for _ in range(MAX_GROUPS)]
+        c["cache_unknown_frames"] = [[0] * MAX_CACHES for _ in range(MAX_GROUPS)]
         c["bucket_hits"] = [[0] * NUM_BUCKETS for _ in range(MAX_GROUPS)]
         self._c = c
 
@@ -796,6 +798,8 @@ class ForwardingModel(DataPlane):
         if reason in c:
             c[reason] += 1
         s = d.slot
+        if reason == "cache_unknown":
+            c["cache_unknown_frames"][s][d.cache] += 1
         if s is not None:
             c["slot_frames"][s] += 1
             c["slot_bytes"][s] += n
@@ -1044,6 +1048,9 @@ class ModelRegisterFile:
             off = (a - R.CACHECNT_BASE) % R.CACHECNT_STRIDE
             k = "cache_frames" if off % 2 == 0 else "cache_bytes"
             return c[k][s][off // 2] & 0xFFFFFFFF
+        if R.UNKCNT_BASE <= a < R.UNKCNT_BASE + R.UNKCNT_STRIDE * MAX_GROUPS:
+            s = (a - R.UNKCNT_BASE) // R.UNKCNT_STRIDE
+            return c["cache_unknown_frames"][s][(a - R.UNKCNT_BASE) % R.UNKCNT_STRIDE] & 0xFFFFFFFF
         if R.BUCKETCNT_BASE <= a < R.BUCKETCNT_BASE + R.BUCKETCNT_STRIDE * MAX_GROUPS:
             s = (a - R.BUCKETCNT_BASE) // R.BUCKETCNT_STRIDE
             return c["bucket_hits"][s][(a - R.BUCKETCNT_BASE) % R.BUCKETCNT_STRIDE] & 0xFFFFFFFF

@@ -198,6 +198,14 @@ CNT_BUCKET_HITS = const(0x0)  # offset in block
 CNT_BUCKET_HITS_STRIDE = const(1)
 CNT_BUCKET_HITS_COUNT = const(256)
 
+# UNKCNT
+UNKCNT_BASE = const(0x013000)
+UNKCNT_STRIDE = const(0x20)
+UNKCNT_COUNT = const(8)
+CNT_CACHE_UNKNOWN_FRAMES = const(0x0)  # offset in block
+CNT_CACHE_UNKNOWN_FRAMES_STRIDE = const(1)
+CNT_CACHE_UNKNOWN_FRAMES_COUNT = const(32)
+
 
 def reg_addr(block_base, block_stride, index, offset, reg_stride=0, reg_index=0):
     """Word address of register `offset` (element reg_index) in instance `index` of a block."""

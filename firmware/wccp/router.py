@@ -416,10 +416,7 @@ class Router:
     def _program_tables(self, g):
         """set_caches + assignment for g's slot (no commit)."""
         a = g.assignment
-        addrs = list(a["caches"]) if a is not None else []
-        for addr in g.order:  # usable caches outside the assignment: known, never redirected-from
-            if addr not in addrs and len(addrs) < MAX_CACHES:
-                addrs.append(addr)
+        addrs = self._dp_addrs(g)
         self.dp.set_caches(g.slot, [self._dp_cache(g, x) for x in addrs])
         if a is None:
             self.dp.clear_assignment(g.slot)
@@ -1149,6 +1146,15 @@ class Router:
             dpc = self.dp.counters()
         except Exception as e:  # noqa: BLE001
             dpc = {"error": "%s: %s" % (type(e).__name__, e)}
+        unk = dpc.get("cache_unknown_frames")
+        for g, gd in zip(self.groups, groups):
+            total = 0
+            for cd in gd["caches"]:
+                i = self._dp_index(g, codec.ip2int(cd["address"]))
+                n = unk[g.slot][i] if unk is not None and g.slot >= 0 and i is not None else 0
+                cd["to_origin"] = n
+                total += n
+            gd["to_origin"] = total
         disc = self.discovery.status()
         disc["unanswered"] = [ip(a) for a in disc["unanswered"]]
         return {"router_id": self.router_ip, "addresses": list(self.addresses), "boot": self.boot,
@@ -1158,17 +1164,30 @@ class Router:
                 "last_malformed": self.last_malformed, "last_error": self.last_error,
                 "groups": groups, "dataplane": dpc, "discovery": disc}
 
+    def _dp_addrs(self, g):
+        """g's data-plane cache table (list position = cache index): the assignment's caches,
+        then the usable caches outside it (known, never redirected-from)."""
+        a = g.assignment
+        addrs = list(a["caches"]) if a is not None else []
+        for addr in g.order:
+            if addr not in addrs and len(addrs) < MAX_CACHES:
+                addrs.append(addr)
+        return addrs
+
+    def _dp_index(self, g, addr):
+        """addr's cache index in g's data-plane table, or None."""
+        addrs = self._dp_addrs(g)
+        return addrs.index(addr) if addr in addrs else None
+
     def _location(self, g, addr):
         """Where the data plane sends a usable cache's traffic: {mac, port, source} or None."""
         lc = self.discovery.location(addr)
         src = "probe"
         if lc is None and g.slot >= 0:
             src = "dataplane"
-            a = g.assignment
-            addrs = list(a["caches"]) if a is not None else []
-            addrs += [x for x in g.order if x not in addrs]
+            i = self._dp_index(g, addr)
             try:
-                lc = self.dp.cache_location(g.slot, addrs.index(addr)) if addr in addrs else None
+                lc = self.dp.cache_location(g.slot, i) if i is not None else None
             except Exception:  # noqa: BLE001 - status never raises
                 lc = None
         if lc is None:

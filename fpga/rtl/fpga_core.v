@@ -39,14 +39,14 @@ module fpga_core #(
     wire [31:0] spi_wdata;
     wire [31:0] reg_rdata;
     wire        reg_rvalid;
-    wire [31:0] rg_rdata, cc_rdata, bc_rdata;
-    wire        rg_rvalid, cc_rvalid, bc_rvalid, cc_rd, bc_rd;
+    wire [31:0] rg_rdata, cc_rdata, bc_rdata, uc_rdata;
+    wire        rg_rvalid, cc_rvalid, bc_rvalid, uc_rvalid, cc_rd, bc_rd, uc_rd;
     // (wccp_probe answers its reads in the same cycle as wccp_regs, which reads 0 there)
-    assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid | st_rvalid | pr_rvalid;
-    assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : st_rvalid ? st_rdata :
-                       (rg_rdata | pr_rdata);
+    assign reg_rvalid = rg_rvalid | cc_rvalid | bc_rvalid | uc_rvalid | st_rvalid | pr_rvalid;
+    assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : uc_rvalid ? uc_rdata :
+                       st_rvalid ? st_rdata : (rg_rdata | pr_rdata);
     // reset distribution: one registered copy per region (wccp_rst_buf), all one cycle late
-    wire        rst_bus, rst_spi, rst_go, rst_st, rst_cc, rst_bc, rst_pr;
+    wire        rst_bus, rst_spi, rst_go, rst_st, rst_cc, rst_bc, rst_uc, rst_pr;
     wccp_rst_buf rb_bus (.clk(clk), .d(rst), .q(rst_bus));     // register file, bus
     wccp_rst_buf rb_spi (.clk(clk), .d(rst), .q(rst_spi));     // SPI slave
     wccp_rst_buf rb_go (.clk(clk), .d(rst), .q(rst_go));       // builder requests (b_go)
@@ -54,6 +54,7 @@ module fpga_core #(
     wccp_rst_buf rb_cc (.clk(clk), .d(rst), .q(rst_cc));       // per-cache counters
     wccp_rst_buf rb_bc (.clk(clk), .d(rst), .q(rst_bc));       // per-bucket counters
     wccp_rst_buf rb_pr (.clk(clk), .d(rst), .q(rst_pr));       // packet out, ARP capture
+    wccp_rst_buf rb_uc (.clk(clk), .d(rst), .q(rst_uc));       // per-cache unknown-location counters
     wire        dbg_sel = dbg_reg_wr | dbg_reg_rd;
     // the bus is registered once before the register file (timing)
     reg  [23:0] reg_addr;
@@ -131,7 +132,7 @@ module fpga_core #(
         .engines_busy(|busy), .t_wr(t_wr), .t_sel(t_sel), .t_addr(t_addr), .t_data(t_data),
         .ln_wr(rg_ln_wr), .ln_idx(rg_ln_idx), .ln_data(rg_ln_data), .ln_ack(ln_ack_rg),
 .st_rd(st_rd), .st_word(st_word), .st_hi(st_hi),
-        .cc_rd(cc_rd), .bc_rd(bc_rd));
+        .cc_rd(cc_rd), .bc_rd(bc_rd), .uc_rd(uc_rd));
 
     wire        st_rd, st_hi, st_rvalid;
     wire [5:0]  st_word;
@@ -316,6 +317,12 @@ module fpga_core #(
         .ev0(ev_bucket[0]), .ev0_idx({ev_slot_idx[2:0], ev_bucket_idx[7:0]}), .ev0_bytes(12'd0),
         .ev1(ev_bucket[1]), .ev1_idx({ev_slot_idx[5:3], ev_bucket_idx[15:8]}), .ev1_bytes(12'd0),
         .rd(bc_rd), .rd_idx(cnt_addr[10:0]), .rd_hi(1'b0), .rdata(bc_rdata), .rvalid(bc_rvalid));
+    // frames to the origin because the chosen cache's location is unknown (cause 3: cache_unknown)
+    wccp_cnt_ram #(.AW(8), .BYTES(0)) unk_cnt (
+        .clk(clk), .rst(rst_uc),
+        .ev0(ev_cause[3]), .ev0_idx({ev_slot_idx[2:0], ev_cache_idx[4:0]}), .ev0_bytes(12'd0),
+        .ev1(ev_cause[11 + 3]), .ev1_idx({ev_slot_idx[5:3], ev_cache_idx[9:5]}), .ev1_bytes(12'd0),
+        .rd(uc_rd), .rd_idx(cnt_addr[7:0]), .rd_hi(1'b0), .rdata(uc_rdata), .rvalid(uc_rvalid));
 
     // ---------------- egress: arbiter + MAC tx per port ----------------
     // Everything between a builder and a MAC is registered once in each direction (the two

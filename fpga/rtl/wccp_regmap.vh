@@ -193,4 +193,12 @@
 `define WCCP_CNT_BUCKET_HITS_STRIDE 1
 `define WCCP_CNT_BUCKET_HITS_COUNT 256
 
+// block UNKCNT: Per (slot, cache) count of the frames that went to the origin because the chosen cache's location wa
+`define WCCP_UNKCNT_BASE 24'h013000
+`define WCCP_UNKCNT_STRIDE 32
+`define WCCP_UNKCNT_COUNT 8
+`define WCCP_CNT_CACHE_UNKNOWN_FRAMES 0
+`define WCCP_CNT_CACHE_UNKNOWN_FRAMES_STRIDE 1
+`define WCCP_CNT_CACHE_UNKNOWN_FRAMES_COUNT 32
+
 `endif

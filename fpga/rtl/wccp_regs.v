@@ -48,9 +48,11 @@ module wccp_regs #(
     output reg           st_rd,
     output reg  [5:0]    st_word,
     output reg           st_hi,
-    // counter RAMs (per cache, per bucket): read strobes, data returned by the RAMs
+    // counter RAMs (per cache, per bucket, per cache unknown): read strobes, data returned by
+    // the RAMs
     output reg           cc_rd,
-    output reg           bc_rd
+    output reg           bc_rd,
+    output reg           uc_rd
 );
     reg                  hold2, busy_r;
 `include "wccp_regmap.vh"
@@ -73,7 +75,7 @@ module wccp_regs #(
     reg  [10:0] a;
     reg         p_wr, p_rd;
     reg  [31:0] p_wd;
-    reg         z_glob, z_grp, z_cache, z_bucket, z_maskset, z_masktab, z_cc, z_bc, z_pc, z_sc;
+    reg         z_glob, z_grp, z_cache, z_bucket, z_maskset, z_masktab, z_cc, z_bc, z_pc, z_sc, z_uc;
     always @(posedge clk) begin
         a <= reg_addr[10:0];
         p_wr <= reg_wr && !rst;
@@ -89,6 +91,7 @@ module wccp_regs #(
         z_bc <= ({reg_addr[23:11], 11'd0} == `WCCP_BUCKETCNT_BASE);
         z_pc <= ({reg_addr[23:6], 6'd0} == `WCCP_PORTCNT_BASE);
         z_sc <= ({reg_addr[23:7], 7'd0} == `WCCP_SLOTCNT_BASE);
+        z_uc <= ({reg_addr[23:8], 8'd0} == `WCCP_UNKCNT_BASE);
     end
     // one-hot register offset (a[4:0]) and slot (a[7:5]) of the access, registered with it
     reg  [31:0] a_oh;
@@ -142,6 +145,7 @@ module wccp_regs #(
         r_rd <= p_rd;
         cc_rd <= p_rd && in_cc && !rst;
         bc_rd <= p_rd && in_bc && !rst;
+        uc_rd <= p_rd && z_uc && !rst;
         st_rd <= p_rd && in_st && !rst;
         // (PORTCNT and SLOTCNT differ in a[10]: the word index needs no block decode; among
         // the PORTCNT offsets 0..18 only 18 has a[4] and a[1] set)
@@ -164,7 +168,7 @@ module wccp_regs #(
         for (k = 0; k < 12; k = k + 1)
             r_sel[k] <= in_glob && a_oh[k];
         r_sel2 <= r_rd ? r_sel : 12'd0;
-        r_v2 <= r_rd && !cc_rd && !bc_rd && !st_rd && !rst;
+        r_v2 <= r_rd && !cc_rd && !bc_rd && !uc_rd && !st_rd && !rst;
         reg_rvalid <= r_v2 && !rst;
     end
 

@@ -120,6 +120,7 @@ def render_summary(st, groups=None):
         if g.get("flush_in_ms") is not None:
             out.append(_row("Flush without assignment in", "%.1f s" % (g["flush_in_ms"] / 1000.0), 34))
         out.append(_row("Total Packets Unassigned", dp.get("unassigned", 0), 34))
+        out.append(_row("Packets to origin, no location", g.get("to_origin", 0), 34))
         lost = unlocated(g)
         if lost:
             out.append(_row("Clients without location", "%s (their traffic goes to the origin)" % ", ".join(lost), 34))
@@ -229,6 +230,7 @@ def render_detail(st, g):
             if idx < len(cache_frames[slot]):
                 frames = cache_frames[slot][idx]
         out.append(_row("Packets Redirected", frames, 26))
+        out.append(_row("To origin, no location", c.get("to_origin", 0), 26))
         out.append(_row("Connect Time", _dur(c.get("connected_ms", 0)) if c["state"] == "usable" else "-", 26))
         out.append(_row("Last heard", "%.1f s ago" % (c.get("heard_ms_ago", 0) / 1000.0), 26))
         out.append(_row("Receive ID sent", c.get("receive_id_sent", 0), 26))

@@ -137,6 +137,9 @@ def test_discovery_probes_and_learns():
     assert m.take_sent() == [(0, probe_for(CACHE_IP)), (1, probe_for(CACHE_IP))]
     assert d.next_ms(1000) == discovery.POLL_MS
     assert m.decide(0, eth(http())).reason == "cache_unknown"
+    assert one(m.process(0, eth(http()))) == (1, eth(http()))      # to the origin, counted
+    c = m.counters()
+    assert c["cache_unknown"] == 1 and c["cache_unknown_frames"][0][:2] == [1, 0]
     # the cache answers on port 1, as Linux does (unicast to the probe's sender MAC)
     m.process(1, arp_reply())
     d.run(1000 + discovery.POLL_MS, {CACHE_IP})

@@ -5,7 +5,8 @@ Every register write also goes into wccp.fwdmodel.ModelRegisterFile (the twin's 
 every output frame of the RTL is compared byte for byte with that model's (the probe frames
 PKTOUT sends, padded with a new FCS, included), and the ARP capture ring read back through the
 driver equals the model's. Then packet out under load: probes sent while both ports forward
-traffic come out whole, between whole frames.
+traffic come out whole, between whole frames. The per-(slot, cache) count of frames sent to the
+origin for want of a location (UNKCNT) agrees with the model.
 """
 import os
 import pathlib
@@ -116,7 +117,12 @@ async def test_discovery_through_the_driver(dut):
     f = http(0xC0A80001, 0xCB007107, 40000)
     assert m.decide(0, f).reason == "cache_unknown"
     await tb.send(0, f, m)
+    await tb.send(1, f, m)
     await tb.collect()
+    # counted per (slot, cache): frames that went to the origin for want of a location
+    unk = [await tb.bus.read(R.UNKCNT_BASE + i) for i in range(R.MAX_CACHES)]
+    assert unk == m.counters()["cache_unknown_frames"][0] and unk[0] == 2, unk
+    assert await tb.bus.read(R.UNKCNT_BASE + R.UNKCNT_STRIDE + 0) == 0
     # the firmware's discovery: one probe out of both ports
     disc = Discovery(rig.dp, APPL_MAC)
     disc.run(0, {CACHE_IP})
