@@ -532,6 +532,9 @@ class Lab:
                 gre = "ip_gre" if kernel_has_gre(ns) else "decap"
             else:
                 gre = self.gre_choice
+                if gre == "ip_gre" and not kernel_has_gre(ns):
+                    raise LabError("--gre ip_gre: this kernel has no GRE tunnels (`ip link add ... type gre` "
+                                   "fails); use --gre decap (or auto)")
             self.gre = gre
             if gre == "decap":
                 run(nsx(ns, ["ip", "tuntap", "add", "dev", "wccp0", "mode", "tun"]))
