@@ -13,6 +13,10 @@ never do, and a cache whose location is unknown gets no traffic (``cache_unknown
   the reply itself is forwarded normally) and, for a reply whose sender IP is a usable cache,
   Discovery sets that cache's location by address (``DataPlane.learn``), in every slot and at
   whatever index the cache has; the driver carries it over when the index changes;
+* only solicited replies count: one read at most REPLY_WINDOW_MS after a probe for its
+  address (an unsolicited ARP reply claiming a cache's address is counted and ignored; a
+  forged reply must also be timed to a probe, and moves nothing the cache's own frames could
+  not move anyway);
 * a cache is probed again RETRY_MS after an unanswered probe (doubling up to MAX_RETRY_MS),
   and every REFRESH_MS once found (it may have moved; the old location stays in use until a
   reply says otherwise).
@@ -30,6 +34,7 @@ RETRY_MS = const(250)           # first re-probe of an unanswered cache
 MAX_RETRY_MS = const(8000)      # re-probe interval cap for a cache that never answers
 REFRESH_MS = const(30000)       # re-probe of a found cache (it may have moved)
 POLL_MS = const(20)             # read the replies this long after a probe
+REPLY_WINDOW_MS = const(3000)   # a reply counts only this long after a probe for its address
 
 _W_MAC = const(0)
 _W_PORT = const(1)
@@ -56,7 +61,7 @@ class Discovery:
         self.seen = 0       # ARP captures consumed
         self.due = None     # ms at which replies to the last probes are worth reading
         self.enabled = True
-        self.counters = {"probes": 0, "replies": 0, "learnt": 0, "moved": 0, "errors": 0}
+        self.counters = {"probes": 0, "replies": 0, "learnt": 0, "moved": 0, "unsolicited": 0, "errors": 0}
 
     def location(self, address):
         """(mac, port) learnt for address, or None."""
@@ -91,6 +96,10 @@ class Discovery:
             self.counters["replies"] += 1
             if sip not in targets:
                 continue
+            p = self.probes.get(sip)
+            if p is None or _tdiff(now, p[0]) > REPLY_WINDOW_MS:
+                self.counters["unsolicited"] += 1
+                continue
             w = self.where.get(sip)
             self.dp.learn(sip, mac, port)
             if w is None:
@@ -102,9 +111,7 @@ class Discovery:
                     w[_W_MAC] = mac
                     w[_W_PORT] = port
                 w[_W_MS] = now
-            p = self.probes.get(sip)
-            if p is not None:
-                p[1] = RETRY_MS
+            p[1] = RETRY_MS
 
     def _probe(self, now, targets):
         for a in targets:

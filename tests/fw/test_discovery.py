@@ -176,6 +176,22 @@ def test_discovery_ignores_replies_from_non_caches_and_backs_off():
     assert d.status()["unanswered"] == []
 
 
+def test_discovery_counts_only_solicited_replies():
+    m = unknown_model()
+    d = Discovery(m, APP_MAC)
+    m.process(1, arp_reply())                   # before any probe (e.g. an old capture)
+    d.run(0, {CACHE_IP})                        # ignored; the probe goes out
+    assert d.counters["unsolicited"] == 1 and d.location(CACHE_IP) is None
+    m.process(1, arp_reply(mac=CACHE2_MAC))     # answered in time: found
+    d.run(discovery.POLL_MS, {CACHE_IP})
+    assert d.location(CACHE_IP) == (CACHE2_MAC, 1)
+    # long after the last probe: a reply claiming the cache elsewhere moves nothing
+    m.process(0, arp_reply())
+    d.run(discovery.REPLY_WINDOW_MS + 100, {CACHE_IP})
+    assert d.location(CACHE_IP) == (CACHE2_MAC, 1) and m.cache_location(0, 0) == (CACHE2_MAC, 1)
+    assert d.counters["unsolicited"] == 2 and d.counters["moved"] == 0
+
+
 def test_discovery_without_packet_out_is_disabled():
     class Plain(ForwardingModel):
         def send_frame(self, ports, frame):
