@@ -194,9 +194,11 @@ def test_s3_mask_l2_dynamic_service(make_lab):
 # ---------------------------------------------------------------- scenario 4
 
 def test_s4_squid_killed_survivor_takes_over(make_lab):
-    """Kill one of two Squids: once WCCP removes it, its clients are served by the survivor;
-    no client's requests fail for longer than the removal time (3 T) plus one T for the
-    survivor's new assignment; the survivor's clients never fail (nothing black-holed)."""
+    """Kill one of two Squids: once WCCP removes it, its clients are served by the survivor.
+    A request fails (no answer, or refused by the dead cache's host) for no longer than the
+    removal time (3 T, plus 1 s for the request timeout and polling); after the removal and
+    before the survivor's new assignment a request may be answered by the origin itself (not
+    a failure). The survivor's clients are always served by it (nothing black-holed)."""
     lab = make_lab(caches=2, service="src-hash", clients=24)
     lab.wait_assigned()
     _served(lab)
@@ -216,12 +218,14 @@ def test_s4_squid_killed_survivor_takes_over(make_lab):
     while time.monotonic() < deadline:
         for c in theirs + ours:
             try:
-                status, hdrs, _ = lab.get(source=c, path="/index.html?k=%s" % c, timeout=1.0)
-                ok = status == 200 and lab.served_by(hdrs) == 0
+                status, hdrs, body = lab.get(source=c, path="/index.html?k=%s" % c, timeout=1.0)
+                how = "fail"
+                if status == 200 and body == lab.content["/index.html"]:
+                    how = {0: "survivor", None: "origin"}.get(lab.served_by(hdrs), "fail")
             except OSError:
-                ok = False
-            results[c].append((time.monotonic() - t_kill, ok))
-        if all(results[c][-1][1] for c in theirs + ours):
+                how = "fail"
+            results[c].append((time.monotonic() - t_kill, how))
+        if all(results[c][-1][1] == "survivor" for c in theirs + ours):
             recovered_at = recovered_at or time.monotonic() - t_kill
             if time.monotonic() - t_kill > recovered_at + 1.5:
                 break
@@ -229,13 +233,15 @@ def test_s4_squid_killed_survivor_takes_over(make_lab):
             recovered_at = None
         time.sleep(0.1)
     assert recovered_at is not None, {c: r[-3:] for c, r in results.items()}
-    bound = lab.removal_s + 2 * lab.here_i_am_ms / 1000.0 + 1.0
+    bound = lab.removal_s + 1.0
+    windows = []
     for c in theirs:
-        fails = [t for t, ok in results[c] if not ok]
+        fails = [t for t, how in results[c] if how == "fail"]
         window = (max(fails) - min(fails)) if fails else 0.0
-        assert window <= bound, "client %s failed for %.1f s (bound %.1f s)" % (c, window, bound)
+        windows.append(window)
+        assert window <= bound, "client %s failed for %.1f s (bound %.1f s): %r" % (c, window, bound, results[c])
     for c in ours:
-        assert all(ok for _t, ok in results[c]), "survivor's client %s failed: %r" % (c, results[c])
+        assert all(how == "survivor" for _t, how in results[c]), "survivor's client %s: %r" % (c, results[c])
     g = lab.group()
     assert [x["address"] for x in g["caches"] if x["state"] == "usable"] == [lab.caches[0]]
     for c in lab.clients:                      # every client, not just the sampled ones
@@ -243,7 +249,8 @@ def test_s4_squid_killed_survivor_takes_over(make_lab):
         assert status == 200 and lab.served_by(hdrs) == 0 and body == lab.content["/index.html"], (c, hdrs)
     _logged(lab, 0, lambda log: {e["client"] for e in log if "k=" in e["url"]} >= set(theirs),
             "the dead cache's clients %s" % theirs)
-    print("scenario 4: victim's clients recovered %.1f s after the kill (bound %.1f s)" % (recovered_at, bound))
+    print("scenario 4: victim's clients failed for at most %.1f s (bound %.1f s), all served by the survivor "
+          "%.1f s after the kill" % (max(windows), bound, recovered_at))
 
 
 # ---------------------------------------------------------------- scenario 5
