@@ -2,6 +2,7 @@
 #   make run    the simulated appliance (sets itself up)
 #   make check  the everyday tier: lint, then every test not marked slow (sets itself up)
 #   make test   the whole test suite, as CI runs it (sets itself up)
+#   make lab    the inline lab: clients, origin, Squid caches and the appliance in namespaces (root)
 #   make lint   ruff (Python, firmware included) and Verilator lint (RTL)
 #   make bench  benchmarks; results are recorded in docs/performance.md
 SHELL := /bin/bash
@@ -11,7 +12,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 RTL_SOURCES := $(wildcard fpga/rtl/*.v)
 
-.PHONY: all setup system run check test lint lint-py lint-verilog bench synth clean
+.PHONY: all setup system run lab check test lint lint-py lint-verilog bench synth clean
 
 all: test
 
@@ -25,6 +26,9 @@ setup: system $(VENV)/.stamp
 
 run: setup
 	$(VENV)/bin/wccp run --fpga $${FPGA:-rtl}
+
+lab: setup   # the inline lab (root): clients, origin, Squid caches, the appliance; FPGA=twin-model for the fast model
+	$(VENV)/bin/wccp lab --fpga $${FPGA:-rtl} $(LAB_ARGS)
 
 # Tests run on TEST_WORKERS pytest-xdist processes (auto: one per CPU core; 0: no xdist,
 # one process). --dist loadgroup keeps each module that reuses fixed addresses on one worker

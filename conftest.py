@@ -47,6 +47,7 @@ SPLIT_MODULES = {
     "tests/test_twin_dataplane.py",
     "tests/test_twin_e2e.py",
     "tests/test_twin_run.py",
+    "tests/test_lab.py",
 }
 PER_FW_MODULE = "tests/test_micropython.py"
 
@@ -54,7 +55,7 @@ PER_FW_MODULE = "tests/test_micropython.py"
 WHOLE_SUITE = (
     "tests/test_synth.py", "tests/test_logic_depth.py", "tests/test_squid_interop.py",
     "tests/test_twin_", "tests/test_integration_firmware.py", "tests/test_flash.py",
-    "fpga/tb/fpga_core/", "fpga/tb/fpga/",
+    "fpga/tb/fpga_core/", "fpga/tb/fpga/", "tests/test_lab.py",
 )
 WHOLE_SUITE_PARAMS = ("[icarus", "-yosys-")      # Icarus runs; wccp_bram on yosys' netlists
 

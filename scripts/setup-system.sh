@@ -8,6 +8,7 @@ command -v tshark   >/dev/null 2>&1 || need+=(tshark)
 command -v faketime >/dev/null 2>&1 || need+=(faketime)
 dpkg -s libfaketime >/dev/null 2>&1 || need+=(libfaketime)   # LD_PRELOAD .so for the Squid interop tests
 command -v ip       >/dev/null 2>&1 || need+=(iproute2)
+command -v iptables >/dev/null 2>&1 || need+=(iptables)      # the lab caches' interception rule (wccp lab)
 command -v perl     >/dev/null 2>&1 || need+=(perl)
 command -v g++      >/dev/null 2>&1 || need+=(g++)
 command -v make     >/dev/null 2>&1 || need+=(make)

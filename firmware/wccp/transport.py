@@ -126,6 +126,20 @@ class SpiTransport(SpiFramedTransport):
         return rx
 
 
+def unix_sockaddr(path, af_unix=1):
+    """The address ``connect()`` takes for a UNIX socket: the path on CPython; on MicroPython
+    the raw ``struct sockaddr_un`` (the unix port's socket module passes a bytes address to
+    connect(2) as it is, and answers a str with EINVAL): sun_family in host byte order, the
+    path, a terminating NUL (sun_path holds 108 bytes)."""
+    import sys
+    if sys.implementation.name != "micropython":
+        return path
+    p = path.encode() if isinstance(path, str) else bytes(path)
+    if not p or len(p) > 107:
+        raise ValueError("UNIX socket path empty or longer than 107 bytes: %r" % (path,))
+    return struct.pack("H", af_unix) + p + b"\0"
+
+
 class SocketTransport(SpiFramedTransport):
     """SPI transactions over a local stream socket (the simulator), see the module doc."""
 
@@ -133,7 +147,7 @@ class SocketTransport(SpiFramedTransport):
         import socket
         if path is not None:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            addr = path
+            addr = unix_sockaddr(path, socket.AF_UNIX)
         else:
             if port is None:
                 raise ValueError("SocketTransport needs port or path")
