@@ -13,6 +13,7 @@ MAX_CACHES = 32         # WCCPv2 cache index space (0..31)
 FORWARDING = ("gre", "l2")
 ASSIGNMENT = ("hash", "mask")
 RETURN = ("gre", "l2")
+HASH_FUNCTIONS = ("wccp", "pearson")     # wccp.pearson.HASH_NAMES
 
 DEFAULT_CONFIG = {
     "addresses": ["127.0.0.1"],
@@ -98,7 +99,7 @@ def _methods(svc, key, field, choices, default):
 _TOP_KEYS = ("router_id", "addresses", "mac", "mtu", "http", "services", "timers", "limits",
              "watchdog_ms", "comment")
 _SVC_KEYS = ("id", "type", "password", "multicast", "forwarding", "assignment", "return",
-             "max_caches", "l2_adjacent", "caches", "comment")
+             "max_caches", "l2_adjacent", "caches", "hash", "comment")
 
 
 def _service(svc, i, limits):
@@ -134,6 +135,10 @@ def _service(svc, i, limits):
     out["forwarding"] = _methods(svc, "forwarding", f + ".forwarding", FORWARDING, ["gre"])
     out["assignment"] = _methods(svc, "assignment", f + ".assignment", ASSIGNMENT, ["hash"])
     out["return"] = _methods(svc, "return", f + ".return", RETURN, ["gre"])
+    h = svc.get("hash", "wccp")
+    if h not in HASH_FUNCTIONS:
+        raise ConfigError(f + ".hash", "%r is not one of %s" % (h, "/".join(HASH_FUNCTIONS)))
+    out["hash"] = h
     out["max_caches"] = _int(svc, "max_caches", f + ".max_caches", limits.get("max_caches", MAX_CACHES),
                              1, MAX_CACHES)
     l2 = svc.get("l2_adjacent", [])

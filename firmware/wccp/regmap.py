@@ -8,7 +8,7 @@ except ImportError:  # CPython
         return x
 
 ID_VALUE = const(0x57434350)
-REGMAP_VERSION = const(0x00010000)
+REGMAP_VERSION = const(0x00010001)
 NUM_PORTS = const(2)
 MAX_GROUPS = const(8)
 MAX_CACHES = const(32)
@@ -39,6 +39,8 @@ STATUS_COMMIT_BUSY = const(0x4)
 CACHE_MAC_KNOWN = const(0x10000)
 CACHE_PORT_KNOWN = const(0x20000)
 CACHE_PORT_SHIFT = const(0x14)
+GROUP_FLAGS_PEARSON = const(0x10000)
+CAPS_PEARSON = const(0x10000000)
 
 # GLOBAL
 GLOBAL_BASE = const(0x000000)

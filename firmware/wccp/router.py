@@ -394,7 +394,8 @@ class Router:
                 d = g.definition
                 self.dp.set_group(i, {"service_type": d["service_type"], "service_id": d["service_id"],
                                       "priority": d["priority"], "protocol": d["protocol"],
-                                      "service_flags": d["service_flags"], "ports": list(d["ports"])})
+                                      "service_flags": d["service_flags"], "ports": list(d["ports"]),
+                                      "hash_fn": g.cfg.get("hash", "wccp")})
                 self._program_tables(g)
             for i in range(len(defined), MAX_GROUPS):
                 self.dp.clear_group(i)
@@ -1112,7 +1113,7 @@ class Router:
             d = g.definition
             groups.append({
                 "service_type": "standard" if g.stype == 0 else "dynamic", "service_id": g.sid,
-                "slot": g.slot,
+                "slot": g.slot, "hash": g.cfg.get("hash", "wccp"),
                 "definition": None if d is None else {
                     "priority": d["priority"], "protocol": d["protocol"], "service_flags": d["service_flags"],
                     "ports": [p for p in d["ports"] if p]},
