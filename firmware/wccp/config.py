@@ -97,7 +97,7 @@ def _methods(svc, key, field, choices, default):
 
 
 _TOP_KEYS = ("router_id", "addresses", "mac", "mtu", "http", "services", "timers", "limits",
-             "watchdog_ms", "comment")
+             "watchdog_ms", "static", "comment")
 _SVC_KEYS = ("id", "type", "password", "multicast", "forwarding", "assignment", "return",
              "max_caches", "l2_adjacent", "caches", "hash", "comment")
 
@@ -243,7 +243,27 @@ def load(source=None):
         seen.append(key)
         out.append(n)
     cfg["services"] = out
+    cfg["static"] = _static(source.get("static", []), len(out))
     return cfg
+
+
+def _static(groups, nwccp):
+    """The static (RFC 3074 HBA, no WCCP) groups: wccp.hba validates them."""
+    from wccp import hba
+    if not isinstance(groups, list):
+        raise ConfigError("static", "must be a list of static groups")
+    if nwccp + len(groups) > MAX_GROUPS:
+        raise ConfigError("static", "%d service + %d static groups, the data plane has %d slots"
+                          % (nwccp, len(groups), MAX_GROUPS))
+    out = []
+    for i, g in enumerate(groups):
+        try:
+            out.append(hba.check(g, i))
+        except hba.HbaError as e:
+            msg = str(e)
+            field, _, reason = msg.partition(": ")
+            raise ConfigError(field, reason or msg)
+    return out
 
 
 def load_file(path):

@@ -50,6 +50,7 @@ import struct
 
 from wccp import codec
 from wccp import dataplane as _dpmod
+from wccp.hba import StaticGroups
 from wccp.storage import MemStorage, next_boot
 
 _pack_into = struct.pack_into
@@ -253,7 +254,7 @@ def _single_bit(v):
 
 
 class Router:
-    def __init__(self, config, dataplane, now_ms=0, storage=None, seed=None):
+    def __init__(self, config, dataplane, now_ms=0, storage=None, seed=None, probe=None):
         self.cfg = config
         self.dp = dataplane
         self.storage = storage if storage is not None else MemStorage()
@@ -305,6 +306,8 @@ class Router:
             self.dp.configure(self.router_id, _mac_bytes(config["mac"]), min(config["mtu"], 1500))
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
+        st = config.get("static", [])
+        self.static = StaticGroups(st, dataplane, MAX_GROUPS - len(st), probe=probe)
         self._reprogram_slots()
         arm = getattr(self.dp, "arm", None)   # fail-open watchdog: armed once, fed by tick()
         if arm is not None:
@@ -397,8 +400,9 @@ class Router:
                                       "service_flags": d["service_flags"], "ports": list(d["ports"]),
                                       "hash_fn": g.cfg.get("hash", "wccp")})
                 self._program_tables(g)
-            for i in range(len(defined), MAX_GROUPS):
+            for i in range(len(defined), self.static.first_slot):
                 self.dp.clear_group(i)
+            self.static.program()       # static (HBA) groups: the top slots
             self.dp.commit()
             self._count(None, "dataplane_commits")
         except Exception as e:  # noqa: BLE001
@@ -476,6 +480,10 @@ class Router:
             except Exception as e:  # noqa: BLE001
                 self.last_error = "tick: %s: %s" % (type(e).__name__, e)
                 self._drop(g, "internal_error")
+        try:
+            self.static.tick(now_ms)
+        except Exception as e:  # noqa: BLE001
+            self._dp_error(None, e)
         try:
             self.dp.heartbeat()
         except Exception as e:  # noqa: BLE001
@@ -1137,4 +1145,4 @@ class Router:
                 "total_caches": self.total,
                 "counters": dict(self.counters), "drops": dict(self.drops),
                 "last_malformed": self.last_malformed, "last_error": self.last_error,
-                "groups": groups, "dataplane": dpc}
+                "groups": groups, "static": self.static.status(), "dataplane": dpc}
