@@ -15,12 +15,12 @@ import pathlib
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import time
 
 import pytest
+from wccptool.pcap import extract_udp, read_pcap
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ENSURE = ROOT / "scripts" / "ensure-squid.sh"
@@ -293,63 +293,25 @@ class Capture:
             self.lock = None
 
     def udp_packets(self, sync=True, port=None):
-        """[{"t", "src", "sport", "dst", "dport", "ip_id", "payload"}] of IPv4/UDP frames so far."""
+        """[{"t", "src", "sport", "dst", "dport", "payload"}] of IPv4/UDP frames so far."""
         if sync:
             time.sleep(0.1)
-        data = self.path.read_bytes() if self.path.exists() else b""
-        return parse_pcap(data, port)
+        return parse_pcap(self.path, port) if self.path.exists() else []
 
     def tshark_problems(self):
         return tshark_problems(self.path)
 
 
-def parse_pcap(data, port=None):
+def parse_pcap(path, port=None):
+    """The IPv4/UDP datagrams of a capture that dumpcap may still be writing (a record it has
+    not finished is left for the next call)."""
     out = []
-    if len(data) < 24:
-        return out
-    magic = struct.unpack_from("<I", data, 0)[0]
-    if magic in (0xA1B2C3D4, 0xA1B23C4D):
-        en = "<"
-    elif magic in (0xD4C3B2A1, 0x4D3CB2A1):
-        en = ">"
-    else:
-        raise ValueError("not a classic pcap file")
-    nano = magic in (0xA1B23C4D, 0x4D3CB2A1)
-    linktype = struct.unpack_from(en + "I", data, 20)[0]
-    o = 24
-    while o + 16 <= len(data):
-        sec, frac, incl, _orig = struct.unpack_from(en + "IIII", data, o)
-        o += 16
-        if o + incl > len(data):
-            break                           # packet still being written
-        frame = data[o:o + incl]
-        o += incl
-        if linktype == 1:                   # Ethernet (Linux lo)
-            if len(frame) < 14 or frame[12:14] != b"\x08\x00":
-                continue
-            ip = frame[14:]
-        elif linktype in (101, 228):        # raw IPv4
-            ip = frame
-        elif linktype == 113:               # Linux cooked
-            if len(frame) < 16 or frame[14:16] != b"\x08\x00":
-                continue
-            ip = frame[16:]
-        else:
+    for rec in read_pcap(str(path), partial_tail=True):
+        udp = extract_udp(rec.linktype, rec.data)
+        if udp is None or (port is not None and port not in (udp.sport, udp.dport)):
             continue
-        if len(ip) < 20 or ip[0] >> 4 != 4 or ip[9] != 17:
-            continue
-        ihl = (ip[0] & 15) * 4
-        udp = ip[ihl:]
-        if len(udp) < 8:
-            continue
-        sport, dport, ulen = struct.unpack_from("!HHH", udp, 0)
-        if port is not None and port not in (sport, dport):
-            continue
-        out.append({"t": sec + frac / (1e9 if nano else 1e6),
-                    "src": socket.inet_ntoa(ip[12:16]), "dst": socket.inet_ntoa(ip[16:20]),
-                    "sport": sport, "dport": dport,
-                    "ip_id": struct.unpack_from("!H", ip, 4)[0],
-                    "payload": bytes(udp[8:ulen])})
+        out.append({"t": rec.ts, "src": udp.src, "dst": udp.dst, "sport": udp.sport, "dport": udp.dport,
+                    "payload": bytes(udp.payload)})
     return out
 
 

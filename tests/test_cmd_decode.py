@@ -165,7 +165,7 @@ def test_bad_captures(tmp_path):
     _assert_clean_failure(run_cli(p), ["not a pcap file"])
     p = tmp_path / "ng.pcap"
     p.write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(40))
-    _assert_clean_failure(run_cli(p), ["pcapng"])
+    _assert_clean_failure(run_cli(p), ["malformed pcapng"])
     p = tmp_path / "short.pcap"
     p.write_bytes(struct.pack("<I", 0xA1B2C3D4) + b"\x02\x00")
     _assert_clean_failure(run_cli(p), ["truncated pcap file header"])

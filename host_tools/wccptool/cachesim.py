@@ -63,6 +63,7 @@ import struct
 import time
 
 from wccp import codec
+from wccptool import pcap
 
 WCCP_PORT = 2048
 HERE_I_AM = 10
@@ -734,34 +735,14 @@ def _desc_json(desc):
 
 
 # --------------------------------------------------------------------- capture / pcap
-def _ip_checksum(hdr):
-    s = 0
-    for i in range(0, len(hdr), 2):
-        s += (hdr[i] << 8) | hdr[i + 1]
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-
-
 def write_pcap(path, records):
-    """Write (time, (src_ip, sport), (dst_ip, dport), payload) records as a raw-IPv4 pcap
-    (LINKTYPE_RAW 101) with a synthetic IPv4 + UDP header (UDP checksum 0 = none)."""
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101))
-        ident = 1
-        for t, src, dst, payload in records:
-            payload = bytes(payload)
-            udp = struct.pack("!HHHH", src[1], dst[1], 8 + len(payload), 0)
-            total = 20 + len(udp) + len(payload)
-            hdr = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, ident & 0xFFFF, 0x4000, 64,
-                                        17, 0, struct.pack("!I", src[0]), struct.pack("!I", dst[0])))
-            struct.pack_into("!H", hdr, 10, _ip_checksum(hdr))
-            ident += 1
-            pkt = bytes(hdr) + udp + payload
-            sec = int(t)
-            usec = int((t - sec) * 1e6)
-            f.write(struct.pack("<IIII", sec, usec, len(pkt), len(pkt)))
-            f.write(pkt)
+    """Write (time, (src_ip, sport), (dst_ip, dport), payload) records (addresses as integers)
+    as a raw-IPv4 pcap (LINKTYPE_RAW 101), each payload in a synthetic IPv4 + UDP header."""
+    frames = []
+    for ident, (t, src, dst, payload) in enumerate(records, 1):
+        frames.append((t, pcap.ipv4_udp(payload, int2ip(src[0]), int2ip(dst[0]), src[1], dst[1],
+                                        ip_id=ident, dont_fragment=True)))
+    pcap.write_pcap(path, frames, linktype=pcap.LINKTYPE_RAW)
 
 
 # --------------------------------------------------------------------- asyncio driver

@@ -1,6 +1,6 @@
 """`wccp decode FILE.pcap [--json]` - print the WCCPv2 messages in a capture.
 
-Reads classic pcap (Ethernet, Linux cooked v1/v2, raw IPv4, BSD null link types),
+Reads pcap or pcapng (Ethernet, Linux cooked v1/v2, raw IPv4, BSD null link types),
 picks IPv4/UDP datagrams to or from port 2048 (--port), decodes each with the
 firmware codec and prints it. --json prints one JSON object per message per line,
 field names as in the codec data model (docs/protocol.md), addresses dotted, bytes hex.
@@ -214,7 +214,7 @@ def _main(args):
 def register(subparsers):
     p = subparsers.add_parser("decode", help="print the WCCPv2 messages in a pcap capture",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("file", nargs="?", help="classic pcap file (not pcapng)")
+    p.add_argument("file", nargs="?", help="pcap or pcapng file")
     p.add_argument("--live", metavar="IFACE", help="decode live UDP traffic on an interface (uses dumpcap)")
     p.add_argument("--count", type=int, help="stop after N WCCP messages")
     p.add_argument("--duration", type=float, help="with --live: stop after S seconds")

@@ -11,7 +11,7 @@ def register(sub):
     p.add_argument("--caches", type=int, required=True, help="number of caches in the service group")
     p.add_argument("--bits", type=int, default=None, help="most mask bits to consider (default: 7, or the "
                                                           "bits of --mask)")
-    p.add_argument("--pcap", help="classic pcap capture of the traffic to be redirected")
+    p.add_argument("--pcap", help="pcap or pcapng capture of the traffic to be redirected")
     p.add_argument("--field", default="dst_addr", choices=("src_addr", "dst_addr", "src_port", "dst_port"),
                    help="packet field the mask applies to (standard service 0: dst_addr)")
     p.add_argument("--model", default="uniform", help="synthetic traffic without --pcap: uniform or sites:K")

@@ -175,7 +175,7 @@ def analyse(samples, caches, field="dst_addr", max_bits=MAX_BITS, masks=(), tole
 # ---------------------------------------------------------------- samples
 
 def _ipv4_fields(linktype, data):
-    o = pcap._ip_payload_offset(linktype, data)
+    o = pcap.ip_offset(linktype, data)
     if o < 0 or len(data) < o + 20 or data[o] >> 4 != 4:
         return None
     ihl = (data[o] & 15) * 4

@@ -37,6 +37,7 @@ import struct
 import time
 
 from wccp.fwdmodel import fcs_ok, with_fcs
+from wccptool.pcap import PcapWriter, read_pcap
 
 KIND_BARRIER = 0xFE
 KIND_STATS = 0xFD
@@ -107,23 +108,6 @@ class _Client:
         self.dead = False
 
 
-class _PcapOut:
-    def __init__(self, path):
-        self.f = open(path, "wb")
-        self.f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
-        self.f.flush()
-
-    def write(self, frame):
-        ts = time.time()
-        sec = int(ts)
-        self.f.write(struct.pack("<IIII", sec, int((ts - sec) * 1e6), len(frame), len(frame)))
-        self.f.write(frame)
-        self.f.flush()
-
-    def close(self):
-        self.f.close()
-
-
 class Hub:
     def __init__(self, spi=None, frames=None, num_ports=2, pcap_in=None, pcap_out=None, taps=None,
                  pcap_in_delay=0.0, log=None, spi_log=None):
@@ -139,13 +123,12 @@ class Hub:
         self._listen_all(spi, frames)
         self.pcap_out = {}
         for p, path in (pcap_out or {}).items():
-            self.pcap_out[int(p)] = _PcapOut(path)
+            self.pcap_out[int(p)] = PcapWriter(path)
         self.taps = {}
         for p, name in (taps or {}).items():
             self.taps[int(p)] = (name, open_tap(name))
         self._pcap_in = []
         for p, path in (pcap_in or {}).items():
-            from wccptool.pcap import read_pcap
             for rec in read_pcap(path):
                 self._pcap_in.append((int(p), pad_fcs(rec.data)))
         self._pcap_at = time.monotonic() + float(pcap_in_delay or 0)
