@@ -9,10 +9,9 @@ decoding continues. Exit status: 0 when the capture was read completely, 1 when 
 file is unreadable / not pcap / truncated (after printing what was decoded), 2 on usage.
 """
 import json
-import subprocess
 import sys
 
-from wccptool import pcap
+from wccptool import livecap, pcap
 
 try:
     from wccp import codec
@@ -167,17 +166,14 @@ def run(path, as_json=False, port=2048, out=None, password=None, limit=None):
 
 
 def live(iface, as_json=False, port=2048, password=None, count=None, duration=None, capture_filter=None):
-    """Decode WCCP traffic live: dumpcap captures UDP `port` on `iface` (classic pcap on a pipe)."""
+    """Decode WCCP traffic live: dumpcap captures UDP `port` on `iface` (pcapng on a pipe)."""
     flt = "udp port %d" % port
     if capture_filter:
         flt = "(%s) and (%s)" % (flt, capture_filter)
-    cmd = ["dumpcap", "-q", "-P", "-i", iface, "-f", flt, "-w", "-"]
-    if duration:
-        cmd += ["-a", "duration:%d" % max(1, int(duration))]
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as e:
-        sys.stderr.write("wccp decode: cannot start dumpcap (install tshark/dumpcap): %s\n" % e)
+        proc = livecap.start(iface, flt, duration)
+    except livecap.LiveCaptureError as e:
+        sys.stderr.write("wccp decode: %s\n" % e)
         return 1
     sys.stderr.write("wccp decode: listening on %s (%s); Ctrl-C to stop\n" % (iface, flt))
     sys.stderr.flush()
@@ -186,18 +182,12 @@ def live(iface, as_json=False, port=2048, password=None, count=None, duration=No
     except KeyboardInterrupt:
         rc = 0
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-        try:
-            err = proc.communicate(timeout=5)[1]
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            err = proc.communicate()[1]
-    if proc.returncode not in (0, None, -15) and rc == 0 and count is None:
-        sys.stderr.write("wccp decode: dumpcap failed: %s\n" % err.decode(errors="replace").strip()[-500:])
+        err = livecap.stop(proc)
+    if err and rc == 0 and count is None:
+        sys.stderr.write("wccp decode: dumpcap failed: %s\n" % err)
         return 1
     if rc and err:
-        sys.stderr.write("wccp decode: dumpcap: %s\n" % err.decode(errors="replace").strip()[-500:])
+        sys.stderr.write("wccp decode: dumpcap: %s\n" % err)
     return rc
 
 
