@@ -1,5 +1,5 @@
-"""Live capture for the capture-reading tools: dumpcap writes pcapng to a pipe that
-``wccptool.pcap.read_pcap`` reads as the packets arrive."""
+"""Live capture for the capture-reading tools: dumpcap writes pcapng (its default format) to
+a pipe that ``wccptool.pcap.read_pcap`` reads as the packets arrive."""
 import subprocess
 
 
