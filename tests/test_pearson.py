@@ -165,3 +165,11 @@ def test_config_hash_field():
     assert [s["hash"] for s in cfg["services"]] == ["wccp", "pearson"]
     with pytest.raises(config.ConfigError, match=r"services\[0\]\.hash"):
         config.load({"services": [{"id": 0, "hash": "md5"}]})
+
+
+def test_rtl_mixing_rom_is_the_rfc_table():
+    """fpga/rtl/wccp_pearson.vh (the RTL's ROM) holds the same table as wccp.pearson."""
+    import re
+    vh = (Path(__file__).resolve().parent.parent / "fpga" / "rtl" / "wccp_pearson.vh").read_text()
+    rom = {int(a): int(v) for a, v in re.findall(r"8'd(\d+): pearson_mix = 8'd(\d+);", vh)}
+    assert rom == {i: MIX[i] for i in range(256)}

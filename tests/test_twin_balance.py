@@ -114,8 +114,7 @@ def _start(fpga, tmp_path, n):
                       log_file=str(tmp_path / "twin.log"))
 
 
-# The RTL hashes with the WCCP function only (CAPS_PEARSON clear); the fast mode has both.
-@pytest.mark.parametrize("fpga,hash_fn", [("rtl", "wccp"), ("model", "pearson")])
+@pytest.mark.parametrize("fpga,hash_fn", [("rtl", "pearson"), ("model", "wccp")])
 def test_static_hba_redirects_and_a_dead_servers_buckets_move(fpga, hash_fn, tmp_path):
     rng = random.Random(2801)
     ls, port = _listeners()
@@ -146,12 +145,13 @@ def test_static_hba_redirects_and_a_dead_servers_buckets_move(fpga, hash_fn, tmp
         tw.stop()
 
 
-def test_group_switched_between_hash_functions_by_config(tmp_path):
-    """The same static group, configured with hash "pearson" and then "wccp": the twin
-    redirects every packet to the server its configured function names."""
+@pytest.mark.parametrize("fpga", ["rtl", "model"])
+def test_group_switched_between_hash_functions_by_config(fpga, tmp_path):
+    """The same static group, configured with hash "pearson", then "wccp", then "pearson"
+    again: the twin redirects every packet to the server its configured function names."""
     rng = random.Random(2802)
     ls, port = _listeners()
-    tw = _start("model", tmp_path, 2)
+    tw = _start(fpga, tmp_path, 2)
     try:
         fc = tw.frame_client()
         pkts = _clients(rng, 60)
