@@ -114,8 +114,8 @@ def parse(text):
     return out
 
 
-def format_ranges(buckets):
-    """Sorted bucket numbers -> 'a..b c e..f' (the RFC's syntax)."""
+def format_ranges(buckets, sep=".."):
+    """Bucket numbers -> 'a..b c e..f' (the RFC's syntax; ``sep`` between a range's ends)."""
     out = []
     bs = sorted(buckets)
     i = 0
@@ -123,7 +123,7 @@ def format_ranges(buckets):
         j = i
         while j + 1 < len(bs) and bs[j + 1] == bs[j] + 1:
             j += 1
-        out.append(str(bs[i]) if i == j else "%d..%d" % (bs[i], bs[j]))
+        out.append(str(bs[i]) if i == j else "%d%s%d" % (bs[i], sep, bs[j]))
         i = j + 1
     return " ".join(out)
 

@@ -13,6 +13,7 @@ alternate hash separately, unassigned ones last with cache null); an identity's
 Names follow the WCCP v2 draft and Wireshark's WCCP dissector.
 """
 from wccp import codec
+from wccp.hba import format_ranges
 from wccp import const as C
 
 MESSAGE_NAMES = C.MESSAGE_NAMES
@@ -63,17 +64,8 @@ def capability_value_name(ctype, value):
 
 
 def ranges(numbers):
-    """Sorted ints -> '0-41 45 50-52'."""
-    out = []
-    ns = sorted(numbers)
-    i = 0
-    while i < len(ns):
-        j = i
-        while j + 1 < len(ns) and ns[j + 1] == ns[j] + 1:
-            j += 1
-        out.append(str(ns[i]) if i == j else "%d-%d" % (ns[i], ns[j]))
-        i = j + 1
-    return " ".join(out)
+    """Ints -> '0-41 45 50-52'."""
+    return format_ranges(numbers, "-")
 
 
 def bucket_ranges(buckets, caches):
