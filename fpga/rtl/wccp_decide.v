@@ -452,15 +452,19 @@ module wccp_decide #(
     reg [7:0] pb, ab;
     // Pearson hash engine (see pb below)
     `include "wccp_pearson.vh"
-    localparam [3:0] PH_CYCLES = 4'd14;
-    reg [7:0] ph_p, ph_a, ph_b;  // primary / alternate hash, the next key byte
-    reg [3:0] ph_j, ph_n;        // index of the byte after ph_b (0: destination port low); cycles in S_PH
+    localparam [4:0] PH_CYCLES = 5'd25;
+    reg [7:0] ph_p, ph_a, ph_b;  // primary / alternate hash, the key byte
+    reg [3:0] ph_j;              // index of the byte after ph_b (0: destination port low)
+    reg [4:0] ph_n;              // cycles in S_PH
+    reg       ph_odd;            // S_PH cycle: even mixes the primary hash, odd the alternate
     reg       ph_ep, ph_ea;      // ph_b is part of the primary / alternate key
+    wire      ph_more = !(ph_j[3] && ph_j[2]);      // ph_j < 12: another key byte
+    wire [7:0] ph_mix = pearson_mix((ph_odd ? ph_a : ph_p) ^ ph_b);
     // the field of key byte j (the hash flag bit: 3 destination port, 2 source port, 1
     // destination IP, 0 source IP) and the byte itself
     function [1:0] ph_field;
         input [3:0] j;
-        ph_field = (j < 4'd2) ? 2'd3 : (j < 4'd4) ? 2'd2 : (j < 4'd8) ? 2'd1 : 2'd0;
+        ph_field = j[3] ? 2'd0 : j[2] ? 2'd1 : j[1] ? 2'd2 : 2'd3;
     endfunction
     function [7:0] ph_byte;
         input [3:0] j;
@@ -604,33 +608,34 @@ module wccp_decide #(
         // is the bytes of the fields the (alternate) hash flags select, source IP, destination
         // IP, source port, destination port; the hash starts as the key's length and mixes the
         // key from its last byte: over the 12 field bytes from the destination port's low
-        // byte back to the source IP's high byte, one per cycle in S_PH, skipping the bytes
-        // of unselected fields, primary and alternate side by side. S_PRE2 loads the start
-        // values (p_kf and m_flags are valid there) and the first byte; the byte and its two
-        // enables are registered a cycle ahead (ph_j counts the next byte), so the loop is the
-        // XOR, the mixing table (a LUT ROM) and the enable. ph_p / ph_a are final after 12
-        // cycles, pb / ab a cycle later: S_PH lasts PH_CYCLES so that pb is stable in the
-        // cycle before S_DEC, as it is for the WCCP hash.
+        // byte back to the source IP's high byte, skipping the bytes of unselected fields. One
+        // mixing table (a LUT ROM) serves the primary hash in even S_PH cycles and the
+        // alternate in odd ones, two cycles per byte. S_PRE2 loads the start values (p_kf and
+        // m_flags are valid there) and the first byte; the byte and its two enables are
+        // registers (ph_j counts the next byte), so the loop is the select, the XOR, the table
+        // and the enable. ph_p is final after 23 cycles, ph_a after 24; pb / ab a cycle later:
+        // S_PH lasts PH_CYCLES so that pb is stable in the cycle before S_DEC and ab in S_DEC,
+        // as they are for the WCCP hash.
         if (state[S_PRE2]) begin
             ph_p <= {5'd0, p_kf[0], 2'd0} + {5'd0, p_kf[1], 2'd0} + {6'd0, p_kf[2], 1'd0} + {6'd0, p_kf[3], 1'd0};
             ph_a <= {5'd0, m_flags[8], 2'd0} + {5'd0, m_flags[9], 2'd0} + {6'd0, m_flags[10], 1'd0} +
                     {6'd0, m_flags[11], 1'd0};
             ph_j <= 4'd1;
-            ph_n <= 4'd0;
+            ph_n <= 5'd0;
+            ph_odd <= 1'b0;
             ph_b <= f_dport[7:0];
             ph_ep <= p_kf[3];
             ph_ea <= m_flags[11];
         end else begin
-            if (ph_ep) ph_p <= pearson_mix(ph_p ^ ph_b);
-            if (ph_ea) ph_a <= pearson_mix(ph_a ^ ph_b);
-            ph_j <= ph_j + 4'd1;
-            ph_n <= ph_n + 4'd1;
-            ph_ep <= 1'b0;
-            ph_ea <= 1'b0;
-            if (state[S_PH] && ph_j < 4'd12) begin
+            if (!ph_odd && ph_ep) ph_p <= ph_mix;
+            if (ph_odd && ph_ea) ph_a <= ph_mix;
+            ph_odd <= !ph_odd;
+            ph_n <= ph_n + 5'd1;
+            if (ph_odd) begin
+                ph_j <= ph_j + 4'd1;
                 ph_b <= ph_byte(ph_j);
-                ph_ep <= p_kf[ph_field(ph_j)];
-                ph_ea <= m_flags[{3'd2, ph_field(ph_j)}];     // 8 + field
+                ph_ep <= ph_more && p_kf[ph_field(ph_j)];
+                ph_ea <= ph_more && m_flags[{3'd2, ph_field(ph_j)}];     // 8 + field
             end
         end
 
@@ -862,8 +867,8 @@ module wccp_decide #(
         nx[S_PRE]  = state[S_SCAN] && (scan_idle || sf_none);
         nx[S_PRE2] = state[S_PRE];
         // a Pearson slot with hash assignment computes its buckets first (S_PH)
-        nx[S_PH]   = (state[S_PRE2] && p_pear && m_hash) || (state[S_PH] && ph_n != PH_CYCLES - 4'd1);
-        nx[S_DEC]  = (state[S_PRE2] && !(p_pear && m_hash)) || (state[S_PH] && ph_n == PH_CYCLES - 4'd1);
+        nx[S_PH]   = (state[S_PRE2] && p_pear && m_hash) || (state[S_PH] && ph_n != PH_CYCLES - 5'd1);
+        nx[S_DEC]  = (state[S_PRE2] && !(p_pear && m_hash)) || (state[S_PH] && ph_n == PH_CYCLES - 5'd1);
         // hash: the primary bucket byte is read in S_B1L (the cache address is set from
         // its word in S_B1), the alternate in S_B2L (its word was addressed from S_DEC on)
         nx[S_H]    = state[S_DEC] && x_hash;
