@@ -11,6 +11,7 @@ import codec_samples as fw
 from wccp import codec
 from wccptool import pcap
 from wccptool.cmd_decode import to_jsonable
+from wccptool.wccpnames import annotate
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -36,7 +37,7 @@ def _expected_json(msg, data):
     d["length"] = len(data) - 8
     if msg["security"]["option"] == 1:
         d["security"]["digest"] = data[16:32].hex()
-    return d
+    return annotate(d)       # names next to the numbers (checked on their own in test_json_names)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_json_conversions(mixed_pcap):
     assert bytes.fromhex(ra["assignment_info"]["buckets"])[7] == 0xFF
     hia = by_type["HERE_I_AM"][1]
     assert hia["web_cache_identity"]["mask_value_sets"][0]["masks"]["src_addr"] == "0.0.23.65"
-    assert hia["command_extension"] == [{"type": 1, "data": "10.1.0.3"}]
+    assert hia["command_extension"] == [{"type": 1, "data": "10.1.0.3", "name": "Cache shutdown"}]
     assert len(hia["security"]["digest"]) == 32
 
 
@@ -112,7 +113,7 @@ def test_text_output(mixed_pcap):
     assert "unknown message type 99" in out
     n_ok = sum(1 for e in expect if e[0] == "ok")
     assert "%d WCCP message(s), 2 malformed, %d other packet(s) skipped" % (n_ok, n_ok + 1) in out
-    assert "buckets: (index" in out
+    assert "buckets: (per cache" in out
 
 
 def test_md5_check(tmp_path):

@@ -31,7 +31,8 @@ HOST = "127.0.41.7"
 
 def _ro_addresses():
     ro = {R.ID: R.ID_VALUE, R.VERSION: R.REGMAP_VERSION,
-          R.CAPS: R.NUM_PORTS | (R.MAX_GROUPS << 8) | (R.MAX_CACHES << 16) | (R.MAX_MASK_SETS << 24)}
+          R.CAPS: R.NUM_PORTS | (R.MAX_GROUPS << 8) | (R.MAX_CACHES << 16) | (R.MAX_MASK_SETS << 24)
+             | R.CAPS_PEARSON}
     return ro
 
 
@@ -202,7 +203,8 @@ def decode(img):
                 "ncaches": (ctrl >> 16) & 0x3F,
                 "service": {"service_type": svc & 0xFF, "service_id": (svc >> 8) & 0xFF,
                             "priority": (svc >> 16) & 0xFF, "protocol": svc >> 24,
-                            "service_flags": rd(img, g + 2), "ports": ports}}
+                            "service_flags": rd(img, g + 2) & 0xFFFF, "ports": ports,
+                            "hash_fn": 1 if rd(img, g + 2) & 0x10000 else 0}}
         caches = []
         for i in range(32):
             a = R.CACHE_BASE + 0x80 * s + 4 * i
@@ -298,7 +300,8 @@ def random_program(rng):
                    "ret": rng.choice([RET_GRE, RET_L2])} for _ in range(nc)]
         svc = {"service_type": rng.choice([0, 1, 1]), "service_id": rng.randrange(256),
                "priority": rng.randrange(256), "protocol": rng.choice([0, 6, 17]),
-               "service_flags": rng.getrandbits(12), "ports": [rng.randrange(65536) for _ in range(rng.randrange(9))]}
+               "service_flags": rng.getrandbits(12), "ports": [rng.randrange(65536) for _ in range(rng.randrange(9))],
+               "hash_fn": rng.choice(["wccp", "pearson", 0, 1])}
         slot = {"service": svc, "caches": caches}
         r = rng.random()
         if r < 0.45:

@@ -15,6 +15,7 @@ MAX_CACHES = 32         # WCCPv2 cache index space (0..31)
 FORWARDING = ("gre", "l2")
 ASSIGNMENT = ("hash", "mask")
 RETURN = ("gre", "l2")
+HASH_FUNCTIONS = ("wccp", "pearson")     # wccp.pearson.HASH_NAMES
 
 DEFAULT_CONFIG = {
     "addresses": ["127.0.0.1"],
@@ -98,9 +99,10 @@ def _methods(svc, key, field, choices, default):
 
 
 _TOP_KEYS = ("router_id", "addresses", "mac", "mtu", "http", "services", "timers", "limits",
-             "watchdog_ms", "cache_subnets", "comment")
+             "watchdog_ms", "cache_subnets", "static", "comment")
 _SVC_KEYS = ("id", "type", "password", "multicast", "forwarding", "assignment", "return",
-             "max_caches", "l2_adjacent", "caches", "redirect_list", "service_list", "closed", "comment")
+             "max_caches", "l2_adjacent", "caches", "hash", "redirect_list", "service_list", "closed",
+             "comment")
 MAX_REDIRECT_ENTRIES = 8     # wccp.policy / wccp.dataplane: entries per group in the data plane
 
 
@@ -200,6 +202,10 @@ def _service(svc, i, limits):
     out["forwarding"] = _methods(svc, "forwarding", f + ".forwarding", FORWARDING, ["gre"])
     out["assignment"] = _methods(svc, "assignment", f + ".assignment", ASSIGNMENT, ["hash"])
     out["return"] = _methods(svc, "return", f + ".return", RETURN, ["gre"])
+    h = svc.get("hash", "wccp")
+    if h not in HASH_FUNCTIONS:
+        raise ConfigError(f + ".hash", "%r is not one of %s" % (h, "/".join(HASH_FUNCTIONS)))
+    out["hash"] = h
     out["max_caches"] = _int(svc, "max_caches", f + ".max_caches", limits.get("max_caches", MAX_CACHES),
                              1, MAX_CACHES)
     l2 = svc.get("l2_adjacent", [])
@@ -309,7 +315,27 @@ def load(source=None):
         seen.append(key)
         out.append(n)
     cfg["services"] = out
+    cfg["static"] = _static(source.get("static", []), len(out))
     return cfg
+
+
+def _static(groups, nwccp):
+    """The static (RFC 3074 HBA, no WCCP) groups: wccp.hba validates them."""
+    from wccp import hba
+    if not isinstance(groups, list):
+        raise ConfigError("static", "must be a list of static groups")
+    if nwccp + len(groups) > MAX_GROUPS:
+        raise ConfigError("static", "%d service + %d static groups, the data plane has %d slots"
+                          % (nwccp, len(groups), MAX_GROUPS))
+    out = []
+    for i, g in enumerate(groups):
+        try:
+            out.append(hba.check(g, i))
+        except hba.HbaError as e:
+            msg = str(e)
+            field, _, reason = msg.partition(": ")
+            raise ConfigError(field, reason or msg)
+    return out
 
 
 def load_file(path):

@@ -86,6 +86,7 @@ from wccp.const import (  # noqa: E402,F401 - re-exported for data-plane users
     SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE, SF_SRC_IP_ALT_HASH, SF_DST_IP_ALT_HASH,
     SF_SRC_PORT_ALT_HASH, SF_DST_PORT_ALT_HASH,
 )
+from wccp.pearson import HASH_WCCP, HASH_PEARSON, check_hash_fn  # noqa: E402,F401
 
 
 def _check_int(name, v, lo, hi):
@@ -116,16 +117,19 @@ def effective_service(service):
     Dict with service_type, service_id, protocol, service_flags, ports (8 ints). The
     standard service 0 (web-cache) carries no definition on the wire; it means TCP,
     destination port 80, hashed on the destination IP (wccp2-reference.md 4.2, 7.2).
-    Other standard services are used as given.
+    Other standard services are used as given. ``hash_fn`` (optional): the bucket hash,
+    "wccp" (default) or "pearson" (RFC 3074, ``wccp.pearson``); returned as 0 or 1.
     """
     if not isinstance(service, dict):
         raise ValueError("service must be a dict")
     stype = _check_int("service_type", service.get("service_type", SERVICE_DYNAMIC), 0, 1)
     sid = _check_int("service_id", service.get("service_id", 0), 0, 255)
     prio = _check_int("priority", service.get("priority", 0), 0, 255)
+    hfn = check_hash_fn(service.get("hash_fn", HASH_WCCP))
     if stype == SERVICE_STANDARD and sid == 0:
         return {"service_type": stype, "service_id": 0, "priority": 240, "protocol": 6,
-                "service_flags": SF_DST_IP_HASH | SF_PORTS_DEFINED, "ports": [80, 0, 0, 0, 0, 0, 0, 0]}
+                "service_flags": SF_DST_IP_HASH | SF_PORTS_DEFINED, "ports": [80, 0, 0, 0, 0, 0, 0, 0],
+                "hash_fn": hfn}
     proto = _check_int("protocol", service.get("protocol", 0), 0, 255)
     flags = _check_int("service_flags", service.get("service_flags", 0), 0, 0xFFFFFFFF)
     ports = list(service.get("ports", ()))
@@ -135,7 +139,7 @@ def effective_service(service):
         _check_int("port", p, 0, 0xFFFF)
     ports = ports + [0] * (8 - len(ports))
     return {"service_type": stype, "service_id": sid, "priority": prio, "protocol": proto,
-            "service_flags": flags, "ports": ports}
+            "service_flags": flags, "ports": ports, "hash_fn": hfn}
 
 
 def check_caches(caches, num_ports=NUM_PORTS):

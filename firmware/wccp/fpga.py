@@ -45,8 +45,8 @@ except ImportError:  # CPython
 
 from wccp import regmap as R
 from wccp.dataplane import (
-    ARPCAP_ENTRIES, DEFAULT_WATCHDOG_MS, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS, DataPlane,
-    check_buckets, check_caches, check_send, check_mac, check_mask, check_policy, check_slot,
+    ARPCAP_ENTRIES, DEFAULT_WATCHDOG_MS, HASH_PEARSON, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS,
+    DataPlane, check_buckets, check_caches, check_send, check_mac, check_mask, check_policy, check_slot,
     effective_service,
 )
 
@@ -120,6 +120,7 @@ class FpgaDataPlane(DataPlane):
             ident, _version, caps = self.t.read(R.ID, 3)
             if ident != R.ID_VALUE:
                 raise FpgaError("no WCCP datapath at the other end (ID 0x%08x)" % ident)
+        self.caps = caps if check_id else None     # None: not read (features not checked)
         n = caps & 0xFF
         self.num_ports = n if n >= 2 else R.NUM_PORTS
         self.router_id = 0
@@ -175,8 +176,13 @@ class FpgaDataPlane(DataPlane):
         sl = self.slots[check_slot(slot)]
         sv = effective_service(service)
         p = sv["ports"]
+        flags = sv["service_flags"] & 0xFFFF
+        if sv["hash_fn"] == HASH_PEARSON:
+            if self.caps is not None and not self.caps & R.CAPS_PEARSON:
+                raise FpgaError("this FPGA image has no Pearson hash (CAPS 0x%08x)" % self.caps)
+            flags |= R.GROUP_FLAGS_PEARSON
         words = [sv["service_type"] | (sv["service_id"] << 8) | (sv["priority"] << 16) | (sv["protocol"] << 24),
-                 sv["service_flags"]]
+                 flags]
         for i in range(4):
             words.append((p[2 * i] << 16) | p[2 * i + 1])
         sl.service = sv

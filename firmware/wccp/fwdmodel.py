@@ -81,6 +81,10 @@ implements the same:
     ``unassigned``. Mask values use cache_index 0..127; a mask set has at most 7 mask bits
     (the FPGA compiles a set into a 128-entry table); the redirect header carries
     buckets 0 and flags only the D bit for mask assignment.
+ D9b A slot whose service has ``hash_fn`` HASH_PEARSON (register GROUP_FLAGS_PEARSON)
+    computes its primary and alternate buckets with RFC 3074's Pearson hash over the key
+    bytes the (alternate) hash flags select (``wccp.pearson``) instead of the XOR fold;
+    everything else (bucket table, alternate bit, counters) is the same.
  D10 Standard service 0 (web-cache) is matched as TCP dst port 80, dst-IP hash
     (``dataplane.effective_service``); other standard services are used as given.
  D11 Watchdog: redirect enabled iff armed (CONTROL.REDIRECT_EN) and a heartbeat was given
@@ -159,6 +163,8 @@ from wccp.dataplane import (
     SF_SRC_IP_HASH, SF_SRC_PORT_HASH, DataPlane, check_buckets, check_caches, check_send,
     check_mac, check_mask, check_policy, check_slot, effective_service,
 )
+from wccp.pearson import HASH_PEARSON, HASH_WCCP
+from wccp.pearson import bucket as pearson_bucket
 
 ETH_VLAN = const(0x8100)
 ETH_IPV4 = const(0x0800)
@@ -755,13 +761,20 @@ class ForwardingModel(DataPlane):
         d.reason = "unassigned"
         idx = None
         if sl.hash is not None:
-            b = fold(hash_key(fl, src, dst, sport, dport))
+            pearson = sv.get("hash_fn", HASH_WCCP) == HASH_PEARSON
+            if pearson:
+                b = pearson_bucket(fl, src, dst, sport, dport)
+            else:
+                b = fold(hash_key(fl, src, dst, sport, dport))
             d.bucket = b
             e = sl.hash[b]
             if e == BUCKET_UNASSIGNED:
                 return d
             if e & BUCKET_ALT:
-                ab = fold(hash_key(fl, src, dst, sport, dport, True))
+                if pearson:
+                    ab = pearson_bucket(fl, src, dst, sport, dport, True)
+                else:
+                    ab = fold(hash_key(fl, src, dst, sport, dport, True))
                 d.alt_bucket = ab
                 d.alt_used = True
                 e = sl.hash[ab]
@@ -1008,7 +1021,8 @@ class ModelRegisterFile:
         if a == R.VERSION:
             return R.REGMAP_VERSION
         if a == R.CAPS:
-            return m.num_ports | (MAX_GROUPS << 8) | (MAX_CACHES << 16) | (R.MAX_MASK_SETS << 24)
+            return (m.num_ports | (MAX_GROUPS << 8) | (MAX_CACHES << 16) | (R.MAX_MASK_SETS << 24)
+                    | R.CAPS_PEARSON)
         if a == R.STATUS:
             on = m.redirect_enabled()
             return (R.STATUS_ACTIVE if on else 0) | (0 if on else R.STATUS_WDT_EXPIRED)
@@ -1102,9 +1116,11 @@ class ModelRegisterFile:
                 w = g(base + R.GROUP_PORTS + i, 0)
                 ports.append(w >> 16)
                 ports.append(w & 0xFFFF)
+            gf = g(base + R.GROUP_FLAGS, 0)
             sl.service = {"service_type": svc & 0xFF, "service_id": (svc >> 8) & 0xFF,
                           "priority": (svc >> 16) & 0xFF, "protocol": (svc >> 24) & 0xFF,
-                          "service_flags": g(base + R.GROUP_FLAGS, 0), "ports": ports}
+                          "service_flags": gf & 0xFFFF, "ports": ports,
+                          "hash_fn": HASH_PEARSON if gf & R.GROUP_FLAGS_PEARSON else HASH_WCCP}
             ncache = min((ctrl >> 16) & 0x3F, MAX_CACHES)
             cb = R.CACHE_BASE + R.CACHE_STRIDE * s
             fm = R.METHOD_FIELD_MASK

@@ -8,7 +8,7 @@ except ImportError:  # CPython
         return x
 
 ID_VALUE = const(0x57434350)
-REGMAP_VERSION = const(0x00010002)
+REGMAP_VERSION = const(0x00010003)
 NUM_PORTS = const(2)
 MAX_GROUPS = const(8)
 MAX_CACHES = const(32)
@@ -46,6 +46,8 @@ PKTOUT_BUSY = const(0x1)
 PKTOUT_SENT_SHIFT = const(0x10)
 ARPCAP_ENTRIES = const(0x8)
 ARPCAP_PORT_SHIFT = const(0x14)
+GROUP_FLAGS_PEARSON = const(0x10000)
+CAPS_PEARSON = const(0x10000000)
 
 # GLOBAL
 GLOBAL_BASE = const(0x000000)

@@ -65,6 +65,7 @@ from wccp import dataplane as _dpmod
 from wccp.admission import Admission, Prefixes
 from wccp import policy as _policy
 from wccp.discovery import Discovery
+from wccp.hba import StaticGroups
 from wccp.storage import MemStorage, next_boot
 
 _pack_into = struct.pack_into
@@ -291,7 +292,7 @@ def _single_bit(v):
 
 
 class Router:
-    def __init__(self, config, dataplane, now_ms=0, storage=None, seed=None):
+    def __init__(self, config, dataplane, now_ms=0, storage=None, seed=None, probe=None):
         self.cfg = config
         self.dp = dataplane
         self.storage = storage if storage is not None else MemStorage()
@@ -355,6 +356,8 @@ class Router:
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
         self.discovery = Discovery(self.dp, _mac_bytes(config["mac"]), getattr(self.dp, "num_ports", 2))
+        st = config.get("static", [])
+        self.static = StaticGroups(st, dataplane, MAX_GROUPS - len(st), probe=probe)
         self._reprogram_slots()
         arm = getattr(self.dp, "arm", None)   # fail-open watchdog: armed once, fed by tick()
         if arm is not None:
@@ -457,7 +460,8 @@ class Router:
                 d = g.definition
                 self.dp.set_group(i, {"service_type": d["service_type"], "service_id": d["service_id"],
                                       "priority": d["priority"], "protocol": d["protocol"],
-                                      "service_flags": d["service_flags"], "ports": list(d["ports"])})
+                                      "service_flags": d["service_flags"], "ports": list(d["ports"]),
+                                      "hash_fn": g.cfg.get("hash", "wccp")})
                 try:
                     self._program_tables(g)
                 except ValueError as e:
@@ -465,8 +469,9 @@ class Router:
                     # it is not redirected, the other groups are
                     self._dp_error(g, e)
                     self.dp.clear_assignment(i)
-            for i in range(len(defined), MAX_GROUPS):
+            for i in range(len(defined), self.static.first_slot):
                 self.dp.clear_group(i)
+            self.static.program()       # static (HBA) groups: the top slots
             for g, old, found in locs:
                 if g.slot != old:
                     for i, loc in found:
@@ -575,6 +580,10 @@ class Router:
         if self._dp_retry:
             self._reprogram_slots()
         try:
+            self.static.tick(now_ms)
+        except Exception as e:  # noqa: BLE001
+            self._dp_error(None, e)
+        try:
             self.dp.heartbeat()
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
@@ -601,6 +610,7 @@ class Router:
         for g in self.groups:
             if g.slot >= 0:
                 targets.update(g.order)
+        targets.update(self.static.targets())
         try:
             self.discovery.run(self.now, targets)
         except Exception as e:  # noqa: BLE001
@@ -1294,7 +1304,7 @@ class Router:
             d = g.definition
             groups.append({
                 "service_type": "standard" if g.stype == 0 else "dynamic", "service_id": g.sid,
-                "slot": g.slot,
+                "slot": g.slot, "hash": g.cfg.get("hash", "wccp"),
                 "definition": None if d is None else {
                     "priority": d["priority"], "protocol": d["protocol"], "service_flags": d["service_flags"],
                     "ports": [p for p in d["ports"] if p]},
@@ -1333,7 +1343,8 @@ class Router:
                 "total_caches": self.total,
                 "counters": dict(self.counters), "drops": dict(self.drops),
                 "last_malformed": self.last_malformed, "last_error": self.last_error,
-                "groups": groups, "dataplane": dpc, "discovery": disc}
+                "groups": groups, "static": self.static.status(), "dataplane": dpc,
+                "discovery": disc}
 
     def _dp_addrs(self, g):
         """g's data-plane cache table (list position = cache index): the assignment's caches,

@@ -190,8 +190,9 @@ module wccp_decide #(
         S_WST = 45,
         S_CA = 46,
         S_CW = 47,
-        S_FIN = 48;
-    localparam integer NS = 49;
+        S_FIN = 48,
+        S_PH = 49;
+    localparam integer NS = 50;
     // one-hot state (next state written out per bit below)
     reg [NS-1:0] state;
     reg [NS-1:0] nx;
@@ -242,7 +243,7 @@ module wccp_decide #(
     wccp_decide_cfg cfg (
         .clk(clk), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .mtu(mtu),
         .router_id(router_id), .svp(c_svp), .pr0(c_pr0), .needp(c_needp), .cnt(iss_cnt),
-        .mtu_r(mtu_r), .rid_sum(rid_sum), .hsel(c_hsel), .msel(c_msel), .hkf(c_hkf));
+        .mtu_r(mtu_r), .rid_sum(rid_sum), .hsel(c_hsel), .msel(c_msel), .hkf(c_hkf), .psel(c_psel));
 
     // ---- classification (from the latched bundle and the configuration, every cycle) ----
     // each slot's port; per (slot, list entry) port compares in bytes; slot port match,
@@ -255,7 +256,9 @@ module wccp_decide #(
     wire [7:0]  c_pr0, c_needp;  // slot's protocol is 0; slot needs a port match
     wire [7:0]  c_hsel, c_msel;  // slot's assignment is hash / mask (with mask sets)
     wire [31:0] c_hkf;           // slot*4: the slot's primary hash key flags
+    wire [7:0]  c_psel;          // slot hashes with RFC 3074's Pearson hash (GROUP_FLAGS_PEARSON)
     reg  [3:0]  p_kf;            // the first matching slot's (picked with msl: pb a cycle early)
+    reg         p_pear;          // the first matching slot's Pearson flag (with p_kf)
     reg [7:0]   smatch_r;
     reg [2:0]   msl;
     // copies of msl for its far consumers (timing: msl feeds the 96-bit configuration mux;
@@ -447,6 +450,39 @@ module wccp_decide #(
     wire [4:0] c_pbraw = ({5{cq_pb[0]}} & bk_rdata[28:24]) | ({5{cq_pb[1]}} & bk_rdata[20:16]) |
                          ({5{cq_pb[2]}} & bk_rdata[12:8]) | ({5{cq_pb[3]}} & bk_rdata[4:0]);
     reg [7:0] pb, ab;
+    // Pearson hash engine (see pb below)
+    `include "wccp_pearson.vh"
+    localparam [4:0] PH_CYCLES = 5'd25;
+    reg [7:0] ph_p, ph_a, ph_b;  // primary / alternate hash, the key byte
+    reg [3:0] ph_j;              // index of the byte after ph_b (0: destination port low)
+    reg [4:0] ph_n;              // cycles in S_PH
+    reg       ph_odd;            // S_PH cycle: even mixes the primary hash, odd the alternate
+    reg       ph_ep, ph_ea;      // ph_b is part of the primary / alternate key
+    wire      ph_more = !(ph_j[3] && ph_j[2]);      // ph_j < 12: another key byte
+    wire [7:0] ph_mix = pearson_mix((ph_odd ? ph_a : ph_p) ^ ph_b);
+    // the field of key byte j (the hash flag bit: 3 destination port, 2 source port, 1
+    // destination IP, 0 source IP) and the byte itself
+    function [1:0] ph_field;
+        input [3:0] j;
+        ph_field = j[3] ? 2'd0 : j[2] ? 2'd1 : j[1] ? 2'd2 : 2'd3;
+    endfunction
+    function [7:0] ph_byte;
+        input [3:0] j;
+        case (j)
+        4'd0: ph_byte = f_dport[7:0];
+        4'd1: ph_byte = f_dport[15:8];
+        4'd2: ph_byte = f_sport[7:0];
+        4'd3: ph_byte = f_sport[15:8];
+        4'd4: ph_byte = f_dip[7:0];
+        4'd5: ph_byte = f_dip[15:8];
+        4'd6: ph_byte = f_dip[23:16];
+        4'd7: ph_byte = f_dip[31:24];
+        4'd8: ph_byte = f_sip[7:0];
+        4'd9: ph_byte = f_sip[15:8];
+        4'd10: ph_byte = f_sip[23:16];
+        default: ph_byte = f_sip[31:24];
+        endcase
+    endfunction
     // the chosen cache (S_CK, read in S_C): index bad, unknown, L2, too big for GRE, GRE;
     // from the learnt and method words and three flags registered before S_CK (cidx is set
     // in S_B1L / S_B2L / S_M2L; k_ok follows 2 cycles later, in S_CK for the last two; the
@@ -516,6 +552,7 @@ module wccp_decide #(
         f_dpz <= (f_dport == 16'd0);
         msl <= first_slot;
         p_kf <= c_hkf[first_slot*4 +: 4];
+        p_pear <= c_psel[first_slot];
         msl_f <= rst ? 3'd0 : first_slot;
         msl_a <= rst ? 3'd7 : first_slot;
         mfound <= any_slot;
@@ -560,10 +597,47 @@ module wccp_decide #(
             h_sp <= in_sport[15:8] ^ in_sport[7:0];
             h_dp <= in_dport[15:8] ^ in_dport[7:0];
         end
-        pb <= (p_kf[0] ? h_sip : 8'd0) ^ (p_kf[1] ? h_dip : 8'd0) ^
+        pb <= p_pear ? ph_p :
+              (p_kf[0] ? h_sip : 8'd0) ^ (p_kf[1] ? h_dip : 8'd0) ^
               (p_kf[2] ? h_sp : 8'd0) ^ (p_kf[3] ? h_dp : 8'd0);
-        ab <= (m_flags[8] ? h_sip : 8'd0) ^ (m_flags[9] ? h_dip : 8'd0) ^
+        ab <= m_flags[16] ? ph_a :
+              (m_flags[8] ? h_sip : 8'd0) ^ (m_flags[9] ? h_dip : 8'd0) ^
               (m_flags[10] ? h_sp : 8'd0) ^ (m_flags[11] ? h_dp : 8'd0);
+
+        // RFC 3074 Pearson hash (a slot with GROUP_FLAGS_PEARSON and hash assignment): the key
+        // is the bytes of the fields the (alternate) hash flags select, source IP, destination
+        // IP, source port, destination port; the hash starts as the key's length and mixes the
+        // key from its last byte: over the 12 field bytes from the destination port's low
+        // byte back to the source IP's high byte, skipping the bytes of unselected fields. One
+        // mixing table (a LUT ROM) serves the primary hash in even S_PH cycles and the
+        // alternate in odd ones, two cycles per byte. S_PRE2 loads the start values (p_kf and
+        // m_flags are valid there) and the first byte; the byte and its two enables are
+        // registers (ph_j counts the next byte), so the loop is the select, the XOR, the table
+        // and the enable. ph_p is final after 23 cycles, ph_a after 24; pb / ab a cycle later:
+        // S_PH lasts PH_CYCLES so that pb is stable in the cycle before S_DEC and ab in S_DEC,
+        // as they are for the WCCP hash.
+        if (state[S_PRE2]) begin
+            ph_p <= {5'd0, p_kf[0], 2'd0} + {5'd0, p_kf[1], 2'd0} + {6'd0, p_kf[2], 1'd0} + {6'd0, p_kf[3], 1'd0};
+            ph_a <= {5'd0, m_flags[8], 2'd0} + {5'd0, m_flags[9], 2'd0} + {6'd0, m_flags[10], 1'd0} +
+                    {6'd0, m_flags[11], 1'd0};
+            ph_j <= 4'd1;
+            ph_n <= 5'd0;
+            ph_odd <= 1'b0;
+            ph_b <= f_dport[7:0];
+            ph_ep <= p_kf[3];
+            ph_ea <= m_flags[11];
+        end else begin
+            if (!ph_odd && ph_ep) ph_p <= ph_mix;
+            if (ph_odd && ph_ea) ph_a <= ph_mix;
+            ph_odd <= !ph_odd;
+            ph_n <= ph_n + 5'd1;
+            if (ph_odd) begin
+                ph_j <= ph_j + 4'd1;
+                ph_b <= ph_byte(ph_j);
+                ph_ep <= ph_more && p_kf[ph_field(ph_j)];
+                ph_ea <= ph_more && m_flags[{3'd2, ph_field(ph_j)}];     // 8 + field
+            end
+        end
 
         // decision outcome (S_DEC's priority: not IPv4, invalid, GRE return, no slot, from
         // a cache, hash, mask, unassigned)
@@ -792,7 +866,9 @@ module wccp_decide #(
         nx[S_SCAN] = state[S_C3] || (state[S_SCAN] && !scan_idle && !sf_none);
         nx[S_PRE]  = state[S_SCAN] && (scan_idle || sf_none);
         nx[S_PRE2] = state[S_PRE];
-        nx[S_DEC]  = state[S_PRE2];
+        // a Pearson slot with hash assignment computes its buckets first (S_PH)
+        nx[S_PH]   = (state[S_PRE2] && p_pear && m_hash) || (state[S_PH] && ph_n != PH_CYCLES - 5'd1);
+        nx[S_DEC]  = (state[S_PRE2] && !(p_pear && m_hash)) || (state[S_PH] && ph_n == PH_CYCLES - 5'd1);
         // hash: the primary bucket byte is read in S_B1L (the cache address is set from
         // its word in S_B1), the alternate in S_B2L (its word was addressed from S_DEC on)
         nx[S_H]    = state[S_DEC] && x_hash;
@@ -997,7 +1073,8 @@ module wccp_decide_cfg (
     output reg  [19:0]  rid_sum,     // the constant part of the GRE outer checksum
     output reg  [7:0]   hsel,        // the slot's assignment is hash
     output reg  [7:0]   msel,        // the slot's assignment is mask, with mask sets
-    output reg  [31:0]  hkf          // slot*4: the slot's primary hash key flags
+    output reg  [31:0]  hkf,         // slot*4: the slot's primary hash key flags
+    output reg  [7:0]   psel         // the slot hashes with the Pearson hash (GROUP_FLAGS_PEARSON)
 );
     // entries of a slot that take part in the scan, minus one, 7 bits: min(n, 32) - 1, all
     // ones (bit 6 set) for none
@@ -1015,6 +1092,7 @@ module wccp_decide_cfg (
             hsel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd1);
             msel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd2) && (grp_ctrl[s*32+8 +: 3] != 3'd0);
             hkf[s*4 +: 4] <= grp_flags[s*32 +: 4];
+            psel[s] <= grp_flags[s*32 + 16];
         end
         cnt <= {nm1(grp_ctrl[16 +: 6]),
                 nm1(grp_ctrl[7*32+16 +: 6]), nm1(grp_ctrl[6*32+16 +: 6]),

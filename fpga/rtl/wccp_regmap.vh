@@ -3,7 +3,7 @@
 `define WCCP_REGMAP_VH
 
 `define WCCP_ID_VALUE 32'h57434350
-`define WCCP_REGMAP_VERSION 32'h00010002
+`define WCCP_REGMAP_VERSION 32'h00010003
 `define WCCP_NUM_PORTS 2
 `define WCCP_MAX_GROUPS 8
 `define WCCP_MAX_CACHES 32
@@ -41,6 +41,8 @@
 `define WCCP_PKTOUT_SENT_SHIFT 16
 `define WCCP_ARPCAP_ENTRIES 8
 `define WCCP_ARPCAP_PORT_SHIFT 20
+`define WCCP_GROUP_FLAGS_PEARSON 65536
+`define WCCP_CAPS_PEARSON 268435456
 
 // block GLOBAL: Identification, control, watchdog, commit and global shadow configuration.
 `define WCCP_GLOBAL_BASE 24'h000000

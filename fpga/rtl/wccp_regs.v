@@ -325,8 +325,8 @@ module wccp_regs #(
     always @(posedge clk) begin
         reg_rdata <= ({32{r_sel2[`WCCP_ID]}} & `WCCP_ID_VALUE) |
                      ({32{r_sel2[`WCCP_VERSION]}} & `WCCP_REGMAP_VERSION) |
-                     ({32{r_sel2[`WCCP_CAPS]}} & {4'd0, 4'd`WCCP_MAX_MASK_SETS, 8'd`WCCP_MAX_CACHES,
-                                                   8'd`WCCP_MAX_GROUPS, 8'd2}) |
+                     ({32{r_sel2[`WCCP_CAPS]}} & ({4'd0, 4'd`WCCP_MAX_MASK_SETS, 8'd`WCCP_MAX_CACHES,
+                                                    8'd`WCCP_MAX_GROUPS, 8'd2} | `WCCP_CAPS_PEARSON)) |
                      ({32{r_sel2[`WCCP_CONTROL]}} & control) |
                      ({32{r_sel2[`WCCP_STATUS]}} & {29'd0, commit_req | commit_copy, !wdt_armed, active}) |
                      ({32{r_sel2[`WCCP_HEARTBEAT]}} & wdt_left) |

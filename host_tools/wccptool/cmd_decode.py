@@ -1,18 +1,21 @@
-"""`wccp decode FILE.pcap [--json]` - print the WCCPv2 messages in a capture.
+"""`wccp decode FILE.pcap[ng] [--json]` - print the WCCPv2 messages in a capture.
 
-Reads pcap or pcapng (Ethernet, Linux cooked v1/v2, raw IPv4, BSD null link types),
-picks IPv4/UDP datagrams to or from port 2048 (--port), decodes each with the
-firmware codec and prints it. --json prints one JSON object per message per line,
-field names as in the codec data model (docs/protocol.md), addresses dotted, bytes hex.
+Reads pcap or pcapng (Ethernet, Linux cooked v1/v2, raw IPv4, BSD null link types), or
+captures live (--live IFACE, dumpcap), picks IPv4/UDP datagrams to or from port 2048
+(--port), decodes each with the firmware codec and prints it with names for the numbered
+fields (message, security option, service type and flags, protocol, capabilities and their
+methods, assignment type, command extension; wccptool.wccpnames) and bucket tables as
+ranges per cache (`0-127 → 10.0.0.2`). --json prints one JSON object per message per line,
+field names as in the codec data model (docs/protocol.md), addresses dotted, bytes hex,
+every number kept and its name added next to it (`option` and `option_name`, ...).
 Non-WCCP packets are skipped; a malformed WCCP packet is reported with the reason and
 decoding continues. Exit status: 0 when the capture was read completely, 1 when the
 file is unreadable / not pcap / truncated (after printing what was decoded), 2 on usage.
 """
 import json
-import subprocess
 import sys
 
-from wccptool import pcap
+from wccptool import livecap, pcap, wccpnames
 
 try:
     from wccp import codec
@@ -47,19 +50,25 @@ def to_jsonable(obj, key=None, in_masks=False):
     return obj
 
 
-def _fmt_buckets(b):
-    vals = []
-    for x in b:
-        if x == 0xFF:
-            vals.append("--")
-        elif x & 0x80:
-            vals.append("%da" % (x & 0x7F))
-        else:
-            vals.append(str(x))
-    rows = []
-    for i in range(0, 256, 32):
-        rows.append("%3d: %s" % (i, " ".join("%3s" % v for v in vals[i:i + 32])))
-    return rows
+def _with_name(d, k, v):
+    """`v (name)` when the message carries a name for the number (wccpnames.annotate)."""
+    v = _scalar(k, v)
+    n = d.get(k + "_name")
+    ns = d.get(k + "_names")
+    if n is not None:
+        return "%s (%s)" % (v, n)
+    if ns:
+        return "%s (%s)" % (v, ", ".join(ns))
+    return v
+
+
+def _skip(d, k):
+    """Keys shown with another key (names next to their number, tables as ranges)."""
+    if k.endswith("_name") and k[:-5] in d or k.endswith("_names") and k[:-6] in d:
+        return True
+    if k == "bucket_ranges" or (k == "bucket_bitmap" and "buckets" in d):
+        return True
+    return k == "buckets" and "bucket_ranges" in d
 
 
 def _scalar(k, v):
@@ -69,18 +78,28 @@ def _scalar(k, v):
 
 
 def _inline(d):
-    return "{%s}" % ", ".join("%s: %s" % (a, _scalar(a, b)) for a, b in d.items())
+    if "name" in d and "type" in d:         # a capability, command extension or unknown component
+        rest = ", ".join("%s %s" % (a, b) for a, b in d.items() if a not in ("name", "value_name"))
+        if "value_name" in d:
+            return "%s: %s (%s)" % (d["name"], d["value_name"], rest)
+        return "%s (%s)" % (d["name"], rest)
+    return "{%s}" % ", ".join("%s: %s" % (a, _with_name(d, a, b)) for a, b in d.items() if not _skip(d, a))
 
 
 def _pretty(obj, indent, lines):
     pad = "  " * indent
     if isinstance(obj, dict):
+        if "bucket_ranges" in obj:
+            lines.append("%sbuckets: (per cache; alternate: the bucket says use the alternate hash)" % pad)
+            for r in obj["bucket_ranges"]:
+                to = "unassigned" if r["cache_index"] is None else "%s%s" % (
+                    r["cache"] if r["cache"] is not None else "cache index %d (not listed)" % r["cache_index"],
+                    " (alternate)" if r["alternate"] else "")
+                lines.append("%s  %s \u2192 %s  [%d]" % (pad, r["buckets"], to, r["count"]))
         for k, v in obj.items():
-            if k == "buckets" and isinstance(v, str) and len(v) == 512:
-                lines.append("%sbuckets: (index, a = alternate hash, -- = unassigned)" % pad)
-                for r in _fmt_buckets(bytes.fromhex(v)):
-                    lines.append(pad + "  " + r)
-            elif isinstance(v, (dict, list)) and v and not all(not isinstance(x, (dict, list)) for x in
+            if _skip(obj, k):
+                continue
+            if isinstance(v, (dict, list)) and v and not all(not isinstance(x, (dict, list)) for x in
                                                                (v.values() if isinstance(v, dict) else v)):
                 lines.append("%s%s:" % (pad, k))
                 _pretty(v, indent + 1, lines)
@@ -89,7 +108,7 @@ def _pretty(obj, indent, lines):
             elif isinstance(v, list):
                 lines.append("%s%s: [%s]" % (pad, k, ", ".join(str(x) for x in v)))
             else:
-                lines.append("%s%s: %s" % (pad, k, _scalar(k, v)))
+                lines.append("%s%s: %s" % (pad, k, _with_name(obj, k, v)))
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
             if isinstance(v, dict) and not any(isinstance(x, (dict, list)) for x in v.values()):
@@ -136,7 +155,7 @@ def run(path, as_json=False, port=2048, out=None, password=None, limit=None):
                 continue
             count["wccp"] += 1
             name = codec.MESSAGE_NAMES.get(msg["type"], str(msg["type"]))
-            body = to_jsonable(msg)
+            body = wccpnames.annotate(to_jsonable(msg))
             if password is not None and msg["security"]["option"] == 1:
                 meta["md5_ok"] = codec.verify_md5(udp.payload, password)
             if as_json:
@@ -167,17 +186,14 @@ def run(path, as_json=False, port=2048, out=None, password=None, limit=None):
 
 
 def live(iface, as_json=False, port=2048, password=None, count=None, duration=None, capture_filter=None):
-    """Decode WCCP traffic live: dumpcap captures UDP `port` on `iface` (classic pcap on a pipe)."""
+    """Decode WCCP traffic live: dumpcap captures UDP `port` on `iface` (wccptool.livecap)."""
     flt = "udp port %d" % port
     if capture_filter:
         flt = "(%s) and (%s)" % (flt, capture_filter)
-    cmd = ["dumpcap", "-q", "-P", "-i", iface, "-f", flt, "-w", "-"]
-    if duration:
-        cmd += ["-a", "duration:%d" % max(1, int(duration))]
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as e:
-        sys.stderr.write("wccp decode: cannot start dumpcap (install tshark/dumpcap): %s\n" % e)
+        proc = livecap.start(iface, flt, duration)
+    except livecap.LiveCaptureError as e:
+        sys.stderr.write("wccp decode: %s\n" % e)
         return 1
     sys.stderr.write("wccp decode: listening on %s (%s); Ctrl-C to stop\n" % (iface, flt))
     sys.stderr.flush()
@@ -186,18 +202,12 @@ def live(iface, as_json=False, port=2048, password=None, count=None, duration=No
     except KeyboardInterrupt:
         rc = 0
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-        try:
-            err = proc.communicate(timeout=5)[1]
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            err = proc.communicate()[1]
-    if proc.returncode not in (0, None, -15) and rc == 0 and count is None:
-        sys.stderr.write("wccp decode: dumpcap failed: %s\n" % err.decode(errors="replace").strip()[-500:])
+        err = livecap.stop(proc)
+    if err and rc == 0 and count is None:
+        sys.stderr.write("wccp decode: dumpcap failed: %s\n" % err)
         return 1
     if rc and err:
-        sys.stderr.write("wccp decode: dumpcap: %s\n" % err.decode(errors="replace").strip()[-500:])
+        sys.stderr.write("wccp decode: dumpcap: %s\n" % err)
     return rc
 
 

@@ -19,32 +19,20 @@ masks whose measured imbalance (busiest cache / mean) is within ``tolerance`` of
 the best found it prefers fewer bits (each bit doubles the router's TCAM use).
 """
 import random
-import struct
 
-from wccptool import pcap
+from wccptool import balance
+from wccptool.balance import set_bits, value_index  # noqa: F401 - the shared engine's mask arithmetic
 
 FIELDS = {"src_addr": 32, "dst_addr": 32, "src_port": 16, "dst_port": 16}
 WELL_KNOWN = {"src_addr": [(0x1741, "Cisco/Squid default"), (0xF00, "WAAS 4.2.1+ default")],
               "dst_addr": [(0x1741, "Squid default (standard service)"), (0xF00, "WAAS 4.2.1+ default")],
               "src_port": [], "dst_port": []}
 MAX_BITS = 7
+_BALANCE_FIELD = {"src_addr": "src_ip", "dst_addr": "dst_ip", "src_port": "src_port", "dst_port": "dst_port"}
 
 
 class AdvisorError(Exception):
     pass
-
-
-def set_bits(mask):
-    return [i for i in range(32) if (mask >> i) & 1]
-
-
-def value_index(masked, bits):
-    """Sequence number of a masked value: bit i <- the i-th set mask bit (LSB first)."""
-    k = 0
-    for i, b in enumerate(bits):
-        if (masked >> b) & 1:
-            k |= 1 << i
-    return k
 
 
 def cache_loads(samples, mask, caches):
@@ -174,34 +162,14 @@ def analyse(samples, caches, field="dst_addr", max_bits=MAX_BITS, masks=(), tole
 
 # ---------------------------------------------------------------- samples
 
-def _ipv4_fields(linktype, data):
-    o = pcap.ip_offset(linktype, data)
-    if o < 0 or len(data) < o + 20 or data[o] >> 4 != 4:
-        return None
-    ihl = (data[o] & 15) * 4
-    if ihl < 20 or len(data) < o + ihl:
-        return None
-    src, dst = struct.unpack("!II", data[o + 12:o + 20])
-    proto = data[o + 9]
-    frag = ((data[o + 6] << 8) | data[o + 7]) & 0x1FFF
-    sport = dport = 0       # [rev1] non-TCP/UDP packets (and later fragments) use 0 for both ports
-    u = o + ihl
-    if proto in (6, 17) and frag == 0 and len(data) >= u + 4:
-        sport, dport = struct.unpack("!HH", data[u:u + 4])
-    return {"src_addr": src, "dst_addr": dst, "src_port": sport, "dst_port": dport,
-            "len": (data[o + 2] << 8) | data[o + 3]}
-
-
 def samples_from_pcap(path, field, weight="packets"):
     """{field value: packets (or bytes)} over the IPv4 packets of a capture."""
     out = {}
     n = 0
-    for rec in pcap.read_pcap(path):
-        f = _ipv4_fields(rec.linktype, rec.data)
-        if f is None:
-            continue
+    key = _BALANCE_FIELD[field]
+    for f in balance.read_packets(path):
         w = f["len"] if weight == "bytes" else 1
-        v = f[field]
+        v = f[key]
         out[v] = out.get(v, 0) + w
         n += 1
     return out, n

@@ -253,7 +253,7 @@ def table_images(model):
             sv = sl.service
             svc |= (sv["service_type"] | sv["service_id"] << 8 | sv["priority"] << 16 |
                     sv["protocol"] << 24) << (32 * s)
-            flags |= sv["service_flags"] << (32 * s)
+            flags |= (sv["service_flags"] | (R.GROUP_FLAGS_PEARSON if sv.get("hash_fn") else 0)) << (32 * s)
             for j, p in enumerate(sv["ports"]):
                 ports |= p << (s * 128 + (7 - j) * 16)
     learnt = [loc_word(model._loc[s][i]) for s in range(MAX_GROUPS) for i in range(MAX_CACHES)]
@@ -888,7 +888,8 @@ class RandomScenario:
             ports = r.sample(self.ports_used, r.randrange(0, 4))
             st = SERVICE_DYNAMIC if r.random() < 0.8 else SERVICE_STANDARD
             m.set_group(s, {"service_type": st, "service_id": r.randrange(1, 256), "priority": 100,
-                            "protocol": proto, "service_flags": flags, "ports": ports})
+                            "protocol": proto, "service_flags": flags, "ports": ports,
+                            "hash_fn": "pearson" if r.random() < 0.4 else "wccp"})
             n = r.choice([1, 2, 3, 5, 8, 16, 32])
             idx = []
             while len(idx) < n:
@@ -1108,6 +1109,37 @@ async def test_random(dut):
     for k in ("redirect_gre", "redirect_l2", "gre_return", "from_cache", "unassigned", "cache_unknown",
               "not_redirectable", "not_ipv4", "no_match", "bad_frame"):
         assert reasons.get(k, 0) > 0, (k, reasons)
+
+
+@cocotb_test
+async def test_pearson(dut):
+    """Every slot hashing with RFC 3074's Pearson hash (primary and alternate buckets, all
+    key-field combinations of the random scenarios): decisions and bucket events as the model's."""
+    tb = TB(dut, 28)
+    await tb.reset()
+    total = hashed = 0
+    for k in range(4):
+        sc = RandomScenario(2800 + k)
+        m = sc.model
+        for sl in range(MAX_GROUPS):
+            live = m._live.slots[sl]
+            if live.enabled:
+                m.set_group(sl, dict(live.service, hash_fn="pearson"))
+                if live.hash is None:
+                    m.set_hash(sl, [sc.rng.choice([sc.rng.randrange(3), 0x80 | sc.rng.randrange(3), 0xFF])
+                                    for _ in range(256)])
+        m.commit()
+        await tb.load(m)
+        frames = [sc.frame() for _ in range(120)]
+        exps = tb.expect(m, frames, bad_p=0.05)
+        hashed += sum(1 for e in exps if e.reason in ("redirect_gre", "redirect_l2", "unassigned", "cache_unknown"))
+        r = tb.rng
+        acts, lrs, ev, _ = await tb.run(exps, gap_p=r.choice([0.0, 0.3]), ready_p=r.choice([1.0, 0.6]),
+                                        ack_p=1.0)
+        tb.check(exps, acts, lrs, ev)
+        total += len(exps)
+    dut._log.info("pearson: %d frames, %d hashed", total, hashed)
+    assert hashed >= 100
 
 
 @cocotb_test
@@ -1438,7 +1470,8 @@ def test_wccp_decide(sim):
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"},
                     testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_status", "test_random",
-                              "test_learning_stress", "test_adjacent_learn", "test_commit_while_waiting"])
+                              "test_pearson", "test_learning_stress", "test_adjacent_learn",
+                              "test_commit_while_waiting"])
     # the engine of receive port 1 (normal forwarding to port 0, learnt locations on port 1)
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 1},
                     extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive",

@@ -65,6 +65,9 @@ async def test_config_copy(dut):
         # primary hash key flags (flags bits 3:0: source IP, destination IP, ports), 4 per slot
         hkf = int(dut.hkf.value)
         assert [(hkf >> (4 * s)) & 0xF for s in range(8)] == [f & 0xF for f in flags], rnd
+        # Pearson hash (GROUP_FLAGS_PEARSON, bit 16), one per slot
+        assert [bool(int(dut.psel.value) >> s & 1) for s in range(8)] == \
+            [bool(f & regmap.GROUP_FLAGS_PEARSON) for f in flags], rnd
         # rid_sum + total length + cache address, folded and inverted, is the checksum of the
         # outer header the builder sends (4500, DF, TTL 64, protocol 47, router ID -> cache)
         rid_sum = int(dut.rid_sum.value)

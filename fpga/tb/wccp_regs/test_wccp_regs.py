@@ -137,7 +137,8 @@ async def test_id_and_readback(dut):
     await tb.write(R.BUILD_ID, 0x11111111)          # read-only: a write changes nothing
     assert await tb.rd(R.BUILD_ID) == BUILD_ID
     caps = await tb.rd(R.CAPS)
-    assert caps == R.NUM_PORTS | R.MAX_GROUPS << 8 | R.MAX_CACHES << 16 | R.MAX_MASK_SETS << 24, hex(caps)
+    assert caps == (R.NUM_PORTS | R.MAX_GROUPS << 8 | R.MAX_CACHES << 16 | R.MAX_MASK_SETS << 24
+                    | R.CAPS_PEARSON), hex(caps)
     assert await tb.rd(R.MTU) == 1500
     assert await tb.rd(R.WDT_TIMEOUT) == 1000000
     assert await tb.rd(R.STATUS) == R.STATUS_WDT_EXPIRED
