@@ -14,8 +14,8 @@ from bench_codec import IS_MPY, _alloc_per_call as _alloc, _time_per_call as _ti
 
 
 def bench(root):
-    sys.path.insert(0, root + "/firmware")
-    sys.path.insert(0, root + "/tests/fw")
+    sys.path.insert(0, root + "/firmware")   # MicroPython: no installed packages
+    sys.path.insert(0, root + "/tests/fw")   # the samples come from the firmware tests
     from wccp import codec
     from wccp import md5 as fallback
     import test_codec as fw

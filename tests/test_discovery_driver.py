@@ -4,13 +4,6 @@ the FPGA): PKTOUT sends, the ARPCAP ring, learn() by address, and the driver's c
 a location when its cache changes index. The same sequences drive the RTL in
 fpga/tb/fpga_core/test_probe.py.
 """
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "firmware"))
-sys.path.insert(0, str(ROOT / "tests" / "fw"))
-
 from test_discovery import BCAST, arp, arp_reply, probe_for  # noqa: E402
 from test_fwdmodel import (  # noqa: E402
     APP_MAC, CACHE2_IP, CACHE2_MAC, CACHE_IP, CACHE_MAC, ROUTER_ID, add_fcs, eth, http, svc,

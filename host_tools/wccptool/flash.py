@@ -448,7 +448,6 @@ class Flasher:
         if self.config_path:
             cfg_text = open(self.config_path).read()
             try:
-                sys.path.insert(0, self.firmware_dir)
                 from wccp import config as fwconfig
                 raw = json.loads(cfg_text)
                 if not isinstance(raw, dict):
