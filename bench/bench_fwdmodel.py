@@ -70,7 +70,7 @@ def measure(m, f, expect, seconds):
 def driver_cost():
     """SPI traffic of the FPGA driver for one group reprogram (32 caches, hash) + commit."""
     from wccp.fpga import FpgaDataPlane
-    from wccp.fwdmodel import ModelRegisterFile
+    from wccp.fwdmodel_regs import ModelRegisterFile
     from wccp.transport import LoopbackTransport
 
     class Counting(LoopbackTransport):

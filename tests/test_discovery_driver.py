@@ -1,5 +1,5 @@
 """Active discovery through the register map: the FPGA driver (wccp.fpga) programming the
-register-level model (wccp.fwdmodel.ModelRegisterFile, which keeps locations per index like
+register-level model (wccp.fwdmodel_regs.ModelRegisterFile, which keeps locations per index like
 the FPGA): PKTOUT sends, the ARPCAP ring, learn() by address, and the driver's carry-over of
 a location when its cache changes index. The same sequences drive the RTL in
 fpga/tb/fpga_core/test_probe.py.
@@ -13,7 +13,8 @@ from wccp import regmap as R  # noqa: E402
 from wccp.dataplane import ARPCAP_ENTRIES, PKTOUT_MAX_LEN  # noqa: E402
 from wccp.discovery import POLL_MS, Discovery  # noqa: E402
 from wccp.fpga import FpgaDataPlane  # noqa: E402
-from wccp.fwdmodel import ForwardingModel, ModelRegisterFile  # noqa: E402
+from wccp.fwdmodel import ForwardingModel
+from wccp.fwdmodel_regs import ModelRegisterFile  # noqa: E402
 from wccp.transport import LoopbackTransport  # noqa: E402
 
 

@@ -40,6 +40,9 @@ from wccptool import boards
 ROOT = boards.ROOT
 FIRMWARE_DIR = os.path.join(ROOT, "firmware")
 SLOTS = ("a", "b")
+# modules of the firmware package that boards never run (the twin's and the tests' register-level
+# FPGA model): left out of a slot
+HOST_ONLY = ("fwdmodel_regs.py",)
 PLATFORMS = {"esp32": ("esp32",), "stm32": ("pyboard",), "rp2": ("rp2",), "unix": ("linux", "darwin")}
 
 
@@ -416,7 +419,7 @@ class Flasher:
         pkg = os.path.join(self.firmware_dir, "wccp")
         if not os.path.isdir(pkg):
             raise FlashError("no firmware package at %s" % pkg)
-        srcs = sorted(f for f in os.listdir(pkg) if f.endswith(".py"))
+        srcs = sorted(f for f in os.listdir(pkg) if f.endswith(".py") and f not in HOST_ONLY)
         if self.compile:
             exe = mpy_cross_for(self.mpy[1])
             self.progress("compile: %d modules with %s" % (len(srcs), os.path.relpath(exe, ROOT)

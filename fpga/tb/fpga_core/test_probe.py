@@ -1,7 +1,7 @@
 """fpga_core with active discovery: the firmware's driver (wccp.fpga.FpgaDataPlane, its register
 writes recorded and replayed onto the register bus) finds a cache that never sent a frame.
 
-Every register write also goes into wccp.fwdmodel.ModelRegisterFile (the twin's fast mode):
+Every register write also goes into wccp.fwdmodel_regs.ModelRegisterFile (the twin's fast mode):
 every output frame of the RTL is compared byte for byte with that model's (the probe frames
 PKTOUT sends, padded with a new FCS, included), and the ARP capture ring read back through the
 driver equals the model's. Then packet out under load: probes sent while both ports forward
@@ -28,7 +28,8 @@ except ImportError:
 from wccp import regmap as R  # noqa: E402
 from wccp.discovery import Discovery  # noqa: E402
 from wccp.fpga import FpgaDataPlane  # noqa: E402
-from wccp.fwdmodel import ModelRegisterFile, with_fcs  # noqa: E402
+from wccp.fwdmodel import with_fcs
+from wccp.fwdmodel_regs import ModelRegisterFile  # noqa: E402
 from wccp.transport import RecordingTransport  # noqa: E402
 
 APPL_MAC = bytes.fromhex("02aa00000001")
