@@ -2,8 +2,8 @@
 
 Tiers. `make check` is the everyday tier: `pytest -m "not slow"`. Tests matching WHOLE_SUITE
 below are marked `slow` here and run only in `make test` (the whole suite, as CI runs it):
-synthesis, the Squid interop run, the digital twin and firmware integration runs, flashing a
-virtual board, the whole-chip testbenches, every testbench on Icarus (each module also has its
+synthesis, the Squid interop run, the digital twin and firmware integration runs, flashing and
+booting virtual boards, the whole-chip testbenches, every testbench on Icarus (each module also has its
 Verilator run, which `make check` keeps) and wccp_bram on yosys' own netlists.
 
 Parallel runs (pytest-xdist, `--dist loadgroup`), and which tests may overlap:
@@ -42,6 +42,8 @@ ROOT = pathlib.Path(__file__).resolve().parent
 
 TESTS_DIR = "tests/"
 SPLIT_MODULES = {
+    "tests/test_adversarial.py",
+    "tests/test_board_boot.py",
     "tests/test_integration_firmware.py",
     "tests/test_squid_interop.py",
     "tests/test_twin_dataplane.py",
@@ -54,7 +56,7 @@ PER_FW_MODULE = "tests/test_micropython.py"
 # The tests only `make test` runs: node-ID prefixes, and parts of a test's parameters.
 WHOLE_SUITE = (
     "tests/test_synth.py", "tests/test_logic_depth.py", "tests/test_squid_interop.py",
-    "tests/test_twin_", "tests/test_integration_firmware.py", "tests/test_flash.py",
+    "tests/test_twin_", "tests/test_integration_firmware.py", "tests/test_flash.py", "tests/test_board_boot.py",
     "fpga/tb/fpga_core/", "fpga/tb/fpga/", "tests/test_lab.py",
 )
 WHOLE_SUITE_PARAMS = ("[icarus", "-yosys-")      # Icarus runs; wccp_bram on yosys' netlists

@@ -15,11 +15,10 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "host_tools"))
+from wccptool import boards, cachesim as cs, flash as fl, twin
+from wccptool.vboard import WORD_RATIO, VirtualBoard, heap_for
 
-from wccptool import boards, cachesim as cs, flash as fl, twin  # noqa: E402
-from wccptool.vboard import WORD_RATIO, VirtualBoard, heap_for  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 ROUTER, HTTP = "127.63.0.1", 17600
 T = 2.0

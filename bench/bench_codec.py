@@ -13,6 +13,7 @@ IS_MPY = sys.implementation.name == "micropython"
 
 
 def _setup(root):
+    # MicroPython has no installed packages; the samples come from the firmware tests
     sys.path.insert(0, root + "/firmware")
     sys.path.insert(0, root + "/tests/fw")
 

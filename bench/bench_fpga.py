@@ -9,7 +9,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "fpga" / "tb"))
+sys.path.insert(0, str(ROOT / "fpga" / "tb"))   # the testbenches' helpers are not a package
 import wccp_tb  # noqa: E402
 
 

@@ -16,7 +16,8 @@ except NameError:  # pragma: no cover
     _ROOT = "."
 if _ROOT.endswith("bench"):
     _ROOT = _ROOT[:-6] or "."
-sys.path.insert(0, _ROOT + "/firmware")
+if sys.implementation.name == "micropython":
+    sys.path.insert(0, _ROOT + "/firmware")   # the unix port has no installed packages
 
 from wccp.dataplane import FWD_GRE, FWD_L2, SF_DST_IP_HASH, SF_PORTS_DEFINED  # noqa: E402
 from wccp.fwdmodel import ForwardingModel, with_fcs  # noqa: E402
@@ -69,7 +70,7 @@ def measure(m, f, expect, seconds):
 def driver_cost():
     """SPI traffic of the FPGA driver for one group reprogram (32 caches, hash) + commit."""
     from wccp.fpga import FpgaDataPlane
-    from wccp.fwdmodel import ModelRegisterFile
+    from wccp.fwdmodel_regs import ModelRegisterFile
     from wccp.transport import LoopbackTransport
 
     class Counting(LoopbackTransport):

@@ -14,21 +14,22 @@ from bench_codec import IS_MPY, _alloc_per_call as _alloc, _time_per_call as _ti
 
 
 def bench(root):
-    sys.path.insert(0, root + "/firmware")
-    sys.path.insert(0, root + "/tests/fw")
+    sys.path.insert(0, root + "/firmware")   # MicroPython: no installed packages
+    sys.path.insert(0, root + "/tests/fw")   # the message samples (codec_samples)
     from wccp import codec
+    from wccp import codec_security as sec
     from wccp import md5 as fallback
-    import test_codec as fw
+    import codec_samples as fw
 
     msgs = {"hia": codec.encode(fw.samples()["hia_squid_mask_md5"], password="secret"),
             "isy32": codec.encode(fw.isy_hash(32, md5=True), password="secret")}
     out = {"impl": sys.implementation.name}
-    orig = codec._md5
+    orig = sec._md5
     for name, data in msgs.items():
         assert codec.verify_md5(data, "secret"), name
         out[name + "_bytes"] = len(data)
         for impl, md5 in (("hashlib", orig), ("fallback", fallback.md5)):
-            codec._md5 = md5
+            sec._md5 = md5
             try:
                 assert codec.verify_md5(data, "secret"), impl
 
@@ -37,7 +38,7 @@ def bench(root):
                 out["%s_%s_us" % (name, impl)] = _time(verify, 20)
                 out["%s_%s_alloc" % (name, impl)] = _alloc(verify, 20)
             finally:
-                codec._md5 = orig
+                sec._md5 = orig
     return out
 
 

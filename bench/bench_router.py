@@ -21,7 +21,7 @@ def _paths():
     root = here + "/.."
     if "--mpy" in sys.argv:   # precompiled modules (as on a board: frozen or .mpy)
         sys.path.insert(0, sys.argv[sys.argv.index("--mpy") + 1])
-    else:
+    else:   # MicroPython has no installed packages
         sys.path.insert(0, root + "/firmware")
     return root
 

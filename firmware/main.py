@@ -36,27 +36,6 @@ USAGE = ("usage: main.py [--config FILE] [--wccp-addr A[,B..]] [--router-id R] [
          "[--http-port P] [--state-dir DIR] [--dataplane model|none|fpga] [--fpga-socket HOST:PORT|PATH]")
 
 
-class NullDataPlane:
-    """Accepts and counts table writes (for running without any data plane)."""
-
-    def __init__(self):
-        self.c = {"commits": 0, "writes": 0}
-
-    def _w(self, *a):
-        self.c["writes"] += 1
-
-    configure = set_group = set_caches = set_hash = set_mask = clear_assignment = clear_group = _w
-
-    def commit(self):
-        self.c["commits"] += 1
-
-    def heartbeat(self):
-        pass
-
-    def counters(self):
-        return dict(self.c)
-
-
 def parse_args(argv):
     opts = {}
     i = 0
@@ -77,6 +56,7 @@ def parse_args(argv):
 
 def make_dataplane(name, opts=None):
     if name == "none":
+        from wccp.dataplane import NullDataPlane
         return NullDataPlane()
     if name == "fpga":
         from wccp.fpga import FpgaDataPlane

@@ -12,14 +12,10 @@ floods from 127.44.64.0 upwards, out-of-list floods from 127.45.0.0 upwards; HTT
 import asyncio
 import pathlib
 import socket
-import sys
 import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-for p in (str(ROOT / "firmware"), str(ROOT / "tests" / "fw"), str(ROOT / "host_tools"), str(ROOT / "tests")):
-    if p not in sys.path:
-        sys.path.insert(0, p)
 
 import test_integration_firmware as itf  # noqa: E402
 import test_router as tr  # noqa: E402

@@ -10,15 +10,11 @@ frame wccp.discovery builds, sent and received on an AF_PACKET socket.
 """
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from twin_helpers import require_root
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "firmware"))
-
-from wccp.discovery import Discovery  # noqa: E402
+from wccp.discovery import Discovery
 
 NS = ("wdl-a", "wdl-b")
 VETH = ("wdl-va", "wdl-vb")

@@ -19,7 +19,7 @@ import pytest
 from twin_helpers import build_rtl, by_port, ether, ip2int, ipv4, mac, tcp
 
 from wccp import regmap as R
-from wccp.fwdmodel import ModelRegisterFile
+from wccp.fwdmodel_regs import ModelRegisterFile
 from wccptool import boards, cachesim as cs, twin
 from wccptool import flash as fl
 from wccptool.vboard import VirtualBoard

@@ -58,7 +58,7 @@ def test_json_names_keep_numbers(tmp_path):
     pcap.write_pcap(str(p), frames)
     r = _cli(p, "--json")
     assert r.returncode == 0, r.stderr
-    got = dict(zip(names, [json.loads(x) for x in r.stdout.splitlines()]))
+    got = dict(zip(names, [json.loads(x) for x in r.stdout.splitlines()], strict=True))
     h = got["hia_squid_mask_md5"]
     assert h["message"] == "HERE_I_AM" and h["type"] == 10
     assert h["security"] == {"option": 1, "option_name": "MD5", "digest": h["security"]["digest"]}

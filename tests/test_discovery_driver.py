@@ -1,16 +1,9 @@
 """Active discovery through the register map: the FPGA driver (wccp.fpga) programming the
-register-level model (wccp.fwdmodel.ModelRegisterFile, which keeps locations per index like
+register-level model (wccp.fwdmodel_regs.ModelRegisterFile, which keeps locations per index like
 the FPGA): PKTOUT sends, the ARPCAP ring, learn() by address, and the driver's carry-over of
 a location when its cache changes index. The same sequences drive the RTL in
 fpga/tb/fpga_core/test_probe.py.
 """
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "firmware"))
-sys.path.insert(0, str(ROOT / "tests" / "fw"))
-
 from test_discovery import BCAST, arp, arp_reply, probe_for  # noqa: E402
 from test_fwdmodel import (  # noqa: E402
     APP_MAC, CACHE2_IP, CACHE2_MAC, CACHE_IP, CACHE_MAC, ROUTER_ID, add_fcs, eth, http, svc,
@@ -20,7 +13,8 @@ from wccp import regmap as R  # noqa: E402
 from wccp.dataplane import ARPCAP_ENTRIES, PKTOUT_MAX_LEN  # noqa: E402
 from wccp.discovery import POLL_MS, Discovery  # noqa: E402
 from wccp.fpga import FpgaDataPlane  # noqa: E402
-from wccp.fwdmodel import ForwardingModel, ModelRegisterFile  # noqa: E402
+from wccp.fwdmodel import ForwardingModel
+from wccp.fwdmodel_regs import ModelRegisterFile  # noqa: E402
 from wccp.transport import LoopbackTransport  # noqa: E402
 
 

@@ -3,6 +3,7 @@ import copy
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -153,6 +154,20 @@ def test_parse_mpy():
     assert fl.parse_mpy(2822) == (6, 3, "x64")
     assert fl.parse_mpy(6 | (3 << 8) | (10 << 10)) == (6, 3, "xtensawin")
     assert fl.parse_mpy(5) == (5, 0, "none")
+
+
+def test_slot_leaves_the_host_only_modules_off(tmp_path):
+    """A slot carries the firmware package without the register-level FPGA model (twin and
+    tests only), and nothing in the slot imports it."""
+    files = fl.Flasher("virtual", None, compile=False).build(str(tmp_path))
+    rel = [r for _, r in files]
+    assert "wccp/fwdmodel.py" in rel and "wccp/frame.py" in rel and "main.py" in rel
+    assert not [r for r in rel if r.startswith("wccp/fwdmodel_regs")], rel
+    imports = re.compile(r"^\s*(from wccp\.fwdmodel_regs |import wccp\.fwdmodel_regs|from wccp import .*fwdmodel_regs)", re.M)
+    for local, r in files:
+        if r.endswith(".py"):
+            with open(local) as f:
+                assert not imports.search(f.read()), r
 
 
 def test_flash_real_firmware_answers_wccp(vboard, tmp_path):

@@ -625,7 +625,8 @@ def test_driver_under_micropython(server, tmp_path):
 
 def test_fast_mode_twin_shape_micropython_driver_socket_model(tmp_path):
     """The digital twin's fast mode: firmware driver (MicroPython) -> socket -> model registers."""
-    from wccp.fwdmodel import ForwardingModel, ModelRegisterFile
+    from wccp.fwdmodel import ForwardingModel
+    from wccp.fwdmodel_regs import ModelRegisterFile
     regs = ModelRegisterFile(ForwardingModel(clock=lambda: 0))
     srv = Server(regs)
     try:

@@ -1,17 +1,14 @@
 """Static balancing (RFC 3074 HBA, wccp.hba): syntax, bucket tables with dead servers, the
 TCP health probe against real loopback listeners, the router programming static slots."""
 import socket
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "firmware"))
 
-from wccp import config, hba  # noqa: E402
-from wccp.fwdmodel import ForwardingModel  # noqa: E402
-from wccp.router import Router  # noqa: E402
+from wccp import config, hba
+from wccp.fwdmodel import ForwardingModel
+from wccp.router import Router
 
 RFC_EXAMPLE = """192.33.43.11 192.33.43.12: 0..24;
 192.33.43.13:  25..55;

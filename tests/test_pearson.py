@@ -5,20 +5,19 @@ import random
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "firmware"))
 
-from wccp import config  # noqa: E402
-from wccp import regmap as R  # noqa: E402
-from wccp.dataplane import FWD_GRE, SF_DST_IP_ALT_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED  # noqa: E402
-from wccp.dataplane import SF_SRC_IP_HASH, SF_SRC_PORT_ALT_HASH, SF_SRC_PORT_HASH  # noqa: E402
-from wccp.fpga import FpgaDataPlane, FpgaError  # noqa: E402
-from wccp.fwdmodel import ForwardingModel, ModelRegisterFile, fold, hash_key, with_fcs  # noqa: E402
-from wccp.pearson import MIX, bucket, key_bytes, pearson  # noqa: E402
+from wccp import config
+from wccp import regmap as R
+from wccp.dataplane import FWD_GRE, SF_DST_IP_ALT_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED
+from wccp.dataplane import SF_SRC_IP_HASH, SF_SRC_PORT_ALT_HASH, SF_SRC_PORT_HASH
+from wccp.fpga import FpgaDataPlane, FpgaError
+from wccp.fwdmodel import ForwardingModel, fold, hash_key, with_fcs
+from wccp.fwdmodel_regs import ModelRegisterFile
+from wccp.pearson import MIX, bucket, key_bytes, pearson
 
 C_SRC = Path(__file__).resolve().parent / "c" / "rfc3074_pearson.c"
 
@@ -54,7 +53,7 @@ def test_example_and_random_keys_match_the_rfc_code(c_ref):
     rng = random.Random(3074)
     keys = EXAMPLE_KEYS + [bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300))) for _ in range(3000)]
     ref = c_ref(keys)
-    for k, (h, accept) in zip(keys, ref):
+    for k, (h, accept) in zip(keys, ref, strict=True):
         assert pearson(k) == h, k.hex()
         assert accept == (1 if h % 2 == 0 else 0)       # the HBA bitmap of even buckets
     # the hash spreads: all 256 values occur for random 12-byte keys

@@ -158,11 +158,11 @@ def test_group_switched_between_hash_functions_by_config(fpga, tmp_path):
         results = {}
         for h in ("pearson", "wccp", "pearson"):
             r = _router(FpgaDataPlane(tw.transport()), h, port)
-            _tick_until(r, lambda: len(r.static.groups[0]["up"]) == 3, "all servers up")
+            _tick_until(r, lambda r=r: len(r.static.groups[0]["up"]) == 3, "all servers up")
             got = _send(fc, pkts)
             assert got == _expected(pkts, h, set(SERVERS)), h
             results[h] = got
-        assert sum(a != b for a, b in zip(results["pearson"], results["wccp"])) > 20
+        assert sum(a != b for a, b in zip(results["pearson"], results["wccp"], strict=True)) > 20
         fc.close()
     finally:
         for s in ls:

@@ -4,7 +4,7 @@ drives the simulated FPGA (RTL fpga_core on Verilator, or the fast mode); emulat
 (wccptool.cachesim) join over loopback UDP.
 
 Checked end to end: the firmware's register writes carry exactly the assignment it reports
-(the twin's SPI log decoded by wccp.fwdmodel.ModelRegisterFile), and the FPGA applies it: its
+(the twin's SPI log decoded by wccp.fwdmodel_regs.ModelRegisterFile), and the FPGA applies it: its
 per-(group, cache) and per-bucket counter registers, read back through the socket, grow as
 the model's do; traffic injected on port 0 comes out redirected to the right cache (GRE for the
 hash group, L2 for the mask group) exactly as the reference model predicts from the

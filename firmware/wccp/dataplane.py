@@ -198,7 +198,8 @@ def check_policy(closed, redirect_list):
     return bool(closed), out
 
 
-def _popcount(x):
+def popcount(x):
+    """Set bits of a non-negative int."""
     n = 0
     while x:
         x &= x - 1
@@ -222,7 +223,7 @@ def check_mask(sets):
         _check_int("dst_addr mask", m[1], 0, 0xFFFFFFFF)
         _check_int("src_port mask", m[2], 0, 0xFFFF)
         _check_int("dst_port mask", m[3], 0, 0xFFFF)
-        if _popcount(m[0]) + _popcount(m[1]) + _popcount(m[2]) + _popcount(m[3]) > MAX_MASK_BITS:
+        if popcount(m[0]) + popcount(m[1]) + popcount(m[2]) + popcount(m[3]) > MAX_MASK_BITS:
             raise ValueError("a mask set may have at most %d mask bits" % MAX_MASK_BITS)
         vals = list(s.get("values", ()))
         if len(vals) > MAX_MASK_VALUES:

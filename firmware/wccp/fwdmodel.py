@@ -1,144 +1,24 @@
 """Reference model of the forwarding data plane (the datapath spec in executable form).
 
+One file of about 700 lines on purpose: ForwardingModel is the datapath's one decision
+sequence (rx checks, learning, GRE return, classification, assignment, output bytes) and
+reads top to bottom like the RTL it scores; the parts that stand alone are in wccp.frame,
+wccp.fwdmodel_regs and docs/datapath.md.
+
 ``ForwardingModel`` implements ``wccp.dataplane.DataPlane``. It is the control plane's
 data plane on the unix port and the byte-exact scoreboard for the FPGA (fpga/rtl): for a
 received Ethernet frame (no preamble, WITH FCS) ``process()`` returns the frames that leave
 and on which port, FCS included; ``decide()`` returns only the decision (no side effects).
 Runs on MicroPython and CPython.
 
-Decisions where the spec (briefs/datapath-spec.md) is silent or ambiguous — the RTL
-implements the same:
+The decisions where the WCCP drafts say nothing about a data plane's behaviour (rx checks,
+counting, learning, truncated datagrams, output bytes: D1–D16, cited in comments here, in the
+FPGA driver and in fpga/rtl) and the counters are written out in docs/datapath.md; the RTL
+implements the same.
 
- D1 Rx check precedence: runt (< 64) first, then bad FCS, then oversize (> 1522). A frame
-    that is both oversize and has a bad FCS counts ``rx_bad_fcs``. Rx drop counters are per
-    port (lists), like rx/tx frames and bytes.
- D2 Per-port rx frames/bytes count every received frame, dropped ones included, bytes
-    incl. FCS. tx counts every emitted frame incl. FCS. Per-slot and per-cache byte
-    counters count the RECEIVED frame length incl. FCS. ``learnt`` (per rx port) counts
-    learn events: one per cache entry (slot, index) whose location a frame changed (D6).
-    ``rx_overflow`` exists for parity with the FPGA (egress FIFO overflow) and is always 0
-    in the model.
- D3 Decision order: rx checks; Ethernet (not IPv4: normal, uncounted); IPv4 validity
-    (invalid: normal, ``not_redirectable`` only while redirection is enabled; a datagram
-    longer than the frame: D15); learning;
-    GRE return; watchdog (fail-open); slots; exclusions; assignment; cache resolution;
-    method. While redirection is disabled no classification counter moves. Redirection
-    needs arm() once and then heartbeats (D11): the control plane must call arm().
- D4 "Valid for redirect": version 4, IHL >= 5, total length (tl) >= IHL * 4, not a fragment
-    (MF clear, offset 0; DF and the reserved bit are ignored), TCP/UDP ports inside the IP
-    total length (Ethernet padding does not count), and the datagram inside the frame
-    (l3 + tl <= n - 4; otherwise D15).
- D5 The port list is consulted only when the SLOT's protocol is 6 or 17 and PORTS_DEFINED
-    is set; a slot with protocol 0 matches every protocol and ignores the port list. A
-    packet port of 0 never matches (0 marks unused list entries).
- D6 Learning: every valid-for-redirect IPv4 frame (GRE return frames included, before
-    decapsulation), also while redirection is disabled, sets MAC := src MAC and port := rx
-    port of every LIVE cache entry, in any slot, whose address equals the source IP. Only
-    entries that exist (index < number of caches of the slot) take part in learning and in
-    the exclusions; the FPGA driver writes address 0 / method 0 into unused entries. A
-    location that already holds that MAC and port (both known) is left alone and not
-    counted: ``learnt`` counts changes (a cache learnt, moved or re-learnt after a clear),
-    and a frame from a cache whose location is known does not wait for its own end (the
-    FPGA commits a learn only with a good frame status, so a learning frame is never cut
-    through; a steady cache's frames are).
- D7 Cache locations are live state per (slot, index), outside the shadow/live banks (the
-    FPGA's CACHE_MAC registers): MAC and port, each known or not. Redirecting to a cache
-    needs both; the L2-return MAC exclusion needs the MAC only. ``set_caches``: when the
-    address at an index changes, that location is cleared AT ONCE (before commit: the old
-    cache's traffic is forwarded normally meanwhile, never sent to a wrong MAC after the
-    commit), location writes queued for that index are dropped, and the entry's own
-    ``mac``/``port`` (if given) are queued; when the address is unchanged the location is
-    kept (learnt state wins) and ``mac``/``port`` in the dict are ignored — the control
-    plane re-sends static MACs on every reprogramming and must not wipe a learnt port.
-    Explicit locations (those queued by set_caches, and ``set_cache_location``) are
-    applied right AFTER the next commit(). commit() itself also clears the location of
-    every (slot, index) whose LIVE address changes in the switch: the old cache may have
-    been re-learnt at that index between set_caches and commit, and that location must
-    not carry over to the new cache. (FPGA: the driver writes these clears right after
-    the commit; RTL that clears them during the bank switch would close the remaining
-    window of a few SPI transactions.)
-    Carry-over: at commit() an index whose address changes takes the location its new
-    cache had in the live tables before the switch (any slot, index; both known), so a
-    cache that moves to another index keeps being redirected to. The FPGA keeps locations
-    per index: its driver does the carry-over (wccp.fpga), so ``ModelRegisterFile`` turns
-    it off (``carry_locations``). ``learn(address, mac, port)`` sets the location of every
-    live entry with that address at once (the firmware's active discovery).
- D16 Packet out and ARP capture (active discovery, wccp.discovery): ``send_frame(ports,
-    frame)`` emits frame (14..PKTOUT_MAX_LEN bytes, padded to 60, new FCS) on every port in
-    the mask, port 0 first, counted in tx frames/bytes (``take_sent()`` hands them over). A
-    received good frame whose destination MAC is the appliance's (live), ethertype ARP
-    (after at most one 802.1Q tag), hardware type 1, protocol type IPv4, lengths 6/4,
-    opcode 2 is captured: (sender IP, source MAC, receive port) go into a ring of
-    ARPCAP_ENTRIES (``arp_replies``). It is forwarded normally like any other non-IPv4
-    frame; capturing never changes a location by itself.
- D8 GRE return whose GRE header matches (0x0000, 0x883E) but whose inner packet is not
-    contained (no payload byte, inner header cut, inner total length < 20 or beyond the
-    outer IP packet) is DROPPED and counted ``gre_return_bad`` (extra counter). A GRE
-    header that does not match means "not return traffic" (classified as usual). The inner
-    version is not checked when a redirect header is present.
- D9 Hash: bucket hits count the PRIMARY bucket of every hash lookup (also when that entry
-    is unassigned or refers to the alternate). A slot without assignment counts
-    ``unassigned``. Mask values use cache_index 0..127; a mask set has at most 7 mask bits
-    (the FPGA compiles a set into a 128-entry table); the redirect header carries
-    buckets 0 and flags only the D bit for mask assignment.
- D9b A slot whose service has ``hash_fn`` HASH_PEARSON (register GROUP_FLAGS_PEARSON)
-    computes its primary and alternate buckets with RFC 3074's Pearson hash over the key
-    bytes the (alternate) hash flags select (``wccp.pearson``) instead of the XOR fold;
-    everything else (bucket table, alternate bit, counters) is the same.
- D10 Standard service 0 (web-cache) is matched as TCP dst port 80, dst-IP hash
-    (``dataplane.effective_service``); other standard services are used as given.
- D11 Watchdog: redirect enabled iff armed (CONTROL.REDIRECT_EN) and a heartbeat was given
-    since arming and less than timeout_ms ago (timeout 0: never expires once a heartbeat
-    was given). ``arm()`` from the disarmed state forgets earlier heartbeats (redirection
-    starts at the next heartbeat); arm() while armed only changes the timeout. A
-    heartbeat after expiry re-enables. Watchdog state is immediate (not shadowed); all
-    tables, router_id/mac/mtu and next hops go through the shadow and commit().
- D12 mtu must be 68..1500, so a GRE frame never exceeds 1522 bytes (1518 untagged).
- D13 Frames are emitted on the paired port p ^ 1 for normal forwarding and decap; NUM_PORTS
-    must be even.
- D14 Outputs (n = input length with FCS, l3 = 14 or 18 with an 802.1Q tag; every output
-    gets a new FCS). Normal forwarding: the input unchanged. L2 redirect: the input with
-    destination MAC := cache MAC and source MAC := router MAC (same length, padding and
-    trailer kept). GRE redirect: MACs as for L2, the tag as received, ethertype IPv4, outer
-    IPv4 (20 bytes, total length tl + 28, DF, TTL 64, protocol 47, router id -> cache),
-    GRE (0x0000, 0x883E) and the redirect header, then input[l3 : n - 4]: the datagram AND
-    whatever follows it up to the FCS (Ethernet padding, a trailer; receivers ignore bytes
-    after the outer IP total length), clipped so the output without FCS is at most
-    l3 + 1500 bytes (1514 untagged, 1518 tagged), i.e. at most 1472 input bytes; the MTU
-    check is on the datagram only (tl + 28 > mtu: ``gre_too_big``). Decapsulation: an
-    l3-byte Ethernet header (next-hop MAC of the egress port or the input's destination
-    MAC, router MAC, the tag as received, ethertype IPv4), then input[inner : n - 4]: the
-    inner datagram and everything after it up to the FCS (the rest of the outer datagram,
-    padding, a trailer), padded to 60 bytes. (An output copies the input up to its frame
-    end, never up to an IP length: the FPGA sends it cut-through, before the frame's end
-    and status are known.)
- D15 Truncated datagram: the IPv4 header is otherwise valid for redirect (D4) but
-    ip_end = l3 + tl lies beyond end = n - 4. Its *header point* is l4 + 12 for GRE
-    (protocol 47) and l4 + 4 for every other protocol (l4 = l3 + IHL * 4). If the header
-    point lies beyond end, the frame is not valid for redirect (D3: normal forwarding,
-    ``not_redirectable`` while enabled, ``disabled`` otherwise). Otherwise it is decided as
-    if it were complete (all the fields the decision reads lie before end) but WITHOUT
-    learning: a decision to redirect (L2 or GRE), to decapsulate, or to drop
-    (``gre_return_bad``) becomes a DROP counted ``truncated`` (a total) and nothing else (no
-    slot, cache, bucket or tx counter; the FPGA has started the output and ends it with an
-    inverted FCS and TX_ER); any forward decision (``from_cache``, ``unassigned``,
-    ``cache_unknown``, ``gre_too_big``, ``no_match``, ``disabled``) is normal forwarding
-    counted ``not_redirectable`` while enabled, ``disabled`` (uncounted) otherwise, exactly as
-    an invalid frame. GRE return traffic is decided while redirection is disabled too, so a
-    truncated GRE return is dropped in fail-open as well.
-
-Counters (``counters()`` dict): per port lists ``rx_frames rx_bytes tx_frames tx_bytes
-rx_runt rx_bad_fcs rx_oversize rx_overflow learnt``; totals ``not_redirectable gre_return
-gre_return_bad from_cache unassigned cache_unknown redirect_l2 redirect_gre gre_too_big
-truncated`` (decision counters: per receive port in the FPGA, summed by its driver); per slot lists
-``slot_frames slot_bytes``; per slot x cache ``cache_frames cache_bytes cache_unknown_frames`` (8 lists of 32; the last:
-frames that went to the origin because that cache's location was unknown);
-per slot x bucket ``bucket_hits`` (8 lists of 256). ``wccp.fpga.FpgaDataPlane.counters()``
-returns the same keys.
-
-``ModelRegisterFile`` (end of this file) puts the FPGA register map (docs/regmap.md) in
-front of a model: the firmware's FPGA driver can program the model exactly as it programs
-the RTL (the digital twin's fast mode).
+Frame helpers (CRC-32/FCS, internet checksum, bucket fold, hash key) are in wccp.frame;
+``wccp.fwdmodel_regs.ModelRegisterFile`` puts the FPGA register map in front of this model
+(the digital twin's fast mode; not shipped to boards).
 """
 import struct
 
@@ -148,29 +28,24 @@ except ImportError:  # CPython
     def const(x):
         return x
 
-try:
-    import binascii
-    _crc32_lib = binascii.crc32
-except (ImportError, AttributeError):  # pragma: no cover - both our ports have it
-    _crc32_lib = None
-
 import time
 
 from wccp.dataplane import (
     BUCKET_ALT, BUCKET_UNASSIGNED, DEFAULT_WATCHDOG_MS, FWD_L2, MAX_CACHES, MAX_FRAME,
     MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2, ARPCAP_ENTRIES,
-    SERVICE_DYNAMIC, SF_DST_IP_HASH, SF_DST_PORT_HASH, SF_PORTS_DEFINED, SF_PORTS_SOURCE,
-    SF_SRC_IP_HASH, SF_SRC_PORT_HASH, DataPlane, check_buckets, check_caches, check_send,
+    SERVICE_DYNAMIC, SF_PORTS_DEFINED, SF_PORTS_SOURCE,
+    DataPlane, check_buckets, check_caches, check_send,
     check_mac, check_mask, check_policy, check_slot, effective_service,
 )
 from wccp.pearson import HASH_PEARSON, HASH_WCCP
 from wccp.pearson import bucket as pearson_bucket
+from wccp.frame import fcs, fcs_ok, fold, hash_key, ip_checksum, with_fcs  # noqa: F401 (with_fcs, fcs_ok: also imported from here)
 
 ETH_VLAN = const(0x8100)
 ETH_IPV4 = const(0x0800)
 ETH_ARP = const(0x0806)
-OUTBOX_MAX = const(64)
-R_PKTOUT_WORDS = const(16)      # PKTOUT_DATA words (regmap PKTOUT_DATA_COUNT)          # frames send_frame() keeps for take_sent() (oldest dropped)
+OUTBOX_MAX = const(64)          # frames send_frame() keeps for take_sent() (oldest dropped)
+R_PKTOUT_WORDS = const(16)      # PKTOUT_DATA words (regmap PKTOUT_DATA_COUNT)
 GRE_PROTO_WCCP = const(0x883E)
 GRE_OVERHEAD = const(28)        # outer IPv4 20 + GRE 4 + redirect header 4
 MIN_PAYLOAD = const(60)         # Ethernet frame without FCS is padded to this
@@ -186,87 +61,6 @@ C_FWD = const(1)
 C_RET = const(2)
 
 ZERO_MAC = b"\x00" * 6
-
-
-# --- CRC32 (IEEE 802.3 FCS) -------------------------------------------------------------
-
-def _crc_table():
-    t = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            if c & 1:
-                c = (c >> 1) ^ 0xEDB88320
-            else:
-                c >>= 1
-        t.append(c)
-    return t
-
-
-_CRC_TABLE = _crc_table()
-
-
-def crc32_py(data, crc=0):
-    """Reflected CRC-32 (polynomial 0x04C11DB7), table driven; same as zlib/binascii."""
-    t = _CRC_TABLE
-    crc ^= 0xFFFFFFFF
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-if _crc32_lib is not None:
-    def crc32(data):
-        return _crc32_lib(data) & 0xFFFFFFFF
-else:  # pragma: no cover
-    crc32 = crc32_py
-
-
-def fcs(data):
-    """The 4 FCS bytes for a frame body (transmitted least significant byte first)."""
-    return struct.pack("<I", crc32(data))
-
-
-def with_fcs(data):
-    return bytes(data) + fcs(data)
-
-
-def fcs_ok(frame):
-    n = len(frame)
-    if n < 4:
-        return False
-    return crc32(memoryview(frame)[:n - 4]) == struct.unpack_from("<I", frame, n - 4)[0]
-
-
-def ip_checksum(hdr):
-    """Internet checksum (ones' complement sum of 16-bit words) of an even-length buffer."""
-    s = 0
-    for i in range(0, len(hdr), 2):
-        s += (hdr[i] << 8) | hdr[i + 1]
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-
-
-def fold(key):
-    """WCCP bucket index: XOR of the 4 octets of a 32-bit key."""
-    return (key ^ (key >> 8) ^ (key >> 16) ^ (key >> 24)) & 0xFF
-
-
-def hash_key(flags, src, dst, sport, dport, alt=False):
-    """Primary (or alternate) hash key: XOR of the fields the service flags select."""
-    if alt:
-        flags >>= 8     # SF_*_ALT_HASH (0x100 .. 0x800) line up with SF_*_HASH (0x1 .. 0x8)
-    k = 0
-    if flags & SF_SRC_IP_HASH:
-        k ^= src
-    if flags & SF_DST_IP_HASH:
-        k ^= dst
-    if flags & SF_SRC_PORT_HASH:
-        k ^= sport
-    if flags & SF_DST_PORT_HASH:
-        k ^= dport
-    return k
 
 
 def _clock_ms():
@@ -761,7 +555,7 @@ class ForwardingModel(DataPlane):
         d.reason = "unassigned"
         idx = None
         if sl.hash is not None:
-            pearson = sv.get("hash_fn", HASH_WCCP) == HASH_PEARSON
+            pearson = sv.get("hash_fn", HASH_WCCP) == HASH_PEARSON     # D9b
             if pearson:
                 b = pearson_bucket(fl, src, dst, sport, dport)
             else:
@@ -911,263 +705,3 @@ class ForwardingModel(DataPlane):
         buf[l3 - 1] = 0x00
         buf[l3:l3 + il] = frame[d.inner:d.inner + il]
         return bytes(buf) + fcs(buf)
-
-
-# --- the model behind the FPGA register map -------------------------------------------
-
-class ModelRegisterFile:
-    """The FPGA's register map (docs/regmap.md) in front of a ForwardingModel.
-
-    An SPI slave: ``transaction(mosi) -> miso`` takes the bytes of one chip-select period
-    (format of wccp.transport). Shadow registers are stored as written; a COMMIT decodes
-    the shadow image into the model's tables and commits them; CONTROL, WDT_TIMEOUT,
-    HEARTBEAT and the CACHE_MAC registers act on the model at once; reads return the
-    model's counters. With ``wccp.fpga.FpgaDataPlane`` over ``wccp.transport.LoopbackTransport``
-    (or a socket) this is the digital twin's fast mode: the real driver, the model in place
-    of the RTL. Decision counters are totals in the model; they read on port 0 (the driver
-    sums over ports). Reads of CACHE_MAC_* return 0, as in register map 1.0. The PROBE
-    block drives ``send_frame`` (PKTOUT; never BUSY: the model sends at once) and reads the
-    ARP capture ring; locations are kept per index as in the FPGA (no carry-over: D7).
-    """
-
-    def __init__(self, model=None):
-        from wccp import regmap
-        self.R = regmap
-        self.model = model if model is not None else ForwardingModel()
-        self.shadow = {regmap.MTU: 1500}
-        self.staging = {}
-        self.live = {regmap.WDT_TIMEOUT: 1000000, regmap.CONTROL: 0}
-        self.commits = 0
-        self.pktout = [0] * R_PKTOUT_WORDS
-        self.model.carry_locations = False      # the FPGA's driver carries locations (D7)
-        self.model.arm(1000)        # timeout from WDT_TIMEOUT's reset value ...
-        self.model.disarm()         # ... CONTROL.REDIRECT_EN resets to 0
-
-    # -- SPI --
-
-    def transaction(self, mosi):
-        R = self.R
-        n = len(mosi)
-        miso = bytearray(n)
-        if n < 4:
-            return miso
-        addr = (mosi[1] << 16) | (mosi[2] << 8) | mosi[3]
-        if mosi[0] == R.SPI_CMD_WRITE:
-            for i in range((n - 4) // 4):
-                self.write_word(addr + i, struct.unpack_from(">I", mosi, 4 + 4 * i)[0])
-        elif mosi[0] == R.SPI_CMD_READ:
-            for i in range(max(0, (n - 5) // 4)):
-                struct.pack_into(">I", miso, 5 + 4 * i, self.read_word(addr + i) & 0xFFFFFFFF)
-        return miso
-
-    def _is_shadow(self, a):
-        R = self.R
-        if R.ROUTER_ID <= a <= R.MTU or R.NEXTHOP_MAC_HI <= a < R.NEXTHOP_MAC_HI + 16:
-            return True
-        if R.GROUP_BASE <= a < R.GROUP_BASE + MAX_GROUPS * R.GROUP_STRIDE:
-            return True
-        if R.CACHE_BASE <= a < R.CACHE_BASE + MAX_GROUPS * R.CACHE_STRIDE:
-            return (a - R.CACHE_BASE) % 4 < 2
-        return (R.BUCKET_BASE <= a < R.BUCKET_BASE + MAX_GROUPS * R.BUCKET_STRIDE
-                or R.MASKSET_BASE <= a < R.MASKSET_BASE + MAX_GROUPS * R.MASKSET_STRIDE
-                or R.MASKTAB_BASE <= a < R.MASKTAB_BASE + MAX_GROUPS * R.MASKTAB_STRIDE)
-
-    def write_word(self, a, v):
-        R = self.R
-        m = self.model
-        if self._is_shadow(a):
-            self.shadow[a] = v
-        elif R.CACHE_BASE <= a < R.CACHE_BASE + MAX_GROUPS * R.CACHE_STRIDE:
-            slot = (a - R.CACHE_BASE) // R.CACHE_STRIDE
-            idx = ((a - R.CACHE_BASE) % R.CACHE_STRIDE) // 4
-            if (a - R.CACHE_BASE) % 4 == R.CACHE_MAC_LO:
-                self.staging[(slot, idx)] = v
-            else:
-                lo = self.staging.get((slot, idx), 0)
-                mac = bytes(((v >> 8) & 0xFF, v & 0xFF, (lo >> 24) & 0xFF, (lo >> 16) & 0xFF,
-                             (lo >> 8) & 0xFF, lo & 0xFF)) if v & R.CACHE_MAC_KNOWN else None
-                port = (v >> R.CACHE_PORT_SHIFT) & 0xF if v & R.CACHE_PORT_KNOWN else None
-                if port is not None and port >= m.num_ports:
-                    port = None
-                m._loc[slot][idx] = (mac, port)
-        elif R.PKTOUT_DATA <= a < R.PKTOUT_DATA + R_PKTOUT_WORDS:
-            self.pktout[a - R.PKTOUT_DATA] = v & 0xFFFFFFFF
-        elif a == R.PKTOUT_CTRL:
-            n = v & R.PKTOUT_LEN_MASK
-            ports = (v >> R.PKTOUT_PORTS_SHIFT) & ((1 << m.num_ports) - 1)
-            if 14 <= n <= R.PKTOUT_MAX_LEN and ports:
-                data = b"".join(struct.pack(">I", w) for w in self.pktout)
-                m.send_frame(ports, data[:n])
-        elif a == R.COMMIT:
-            if v & 1:
-                self._commit()
-        elif a == R.CONTROL:
-            self.live[a] = v
-            if v & R.CONTROL_REDIRECT_EN:
-                m.arm()
-            else:
-                m.disarm()
-        elif a == R.WDT_TIMEOUT:
-            self.live[a] = v
-            m._timeout = (v + 999) // 1000
-        elif a == R.HEARTBEAT:
-            m.heartbeat()
-
-    def read_word(self, a):
-        R = self.R
-        m = self.model
-        if a == R.ID:
-            return R.ID_VALUE
-        if a == R.VERSION:
-            return R.REGMAP_VERSION
-        if a == R.CAPS:
-            return (m.num_ports | (MAX_GROUPS << 8) | (MAX_CACHES << 16) | (R.MAX_MASK_SETS << 24)
-                    | R.CAPS_PEARSON)
-        if a == R.STATUS:
-            on = m.redirect_enabled()
-            return (R.STATUS_ACTIVE if on else 0) | (0 if on else R.STATUS_WDT_EXPIRED)
-        if a == R.COMMIT:
-            return self.commits
-        if a == R.HEARTBEAT:
-            if not m.redirect_enabled() or m._timeout == 0:
-                return 0
-            return max(0, m._timeout - _tdiff(m._time(None), m._last_hb)) * 1000
-        if a in self.live:
-            return self.live[a]
-        if a == R.PKTOUT_CTRL:
-            return (m.pktout_sent & 0xFFFF) << R.PKTOUT_SENT_SHIFT
-        if a == R.ARPCAP_COUNT:
-            return m._arpcap_n
-        if R.ARPCAP_SIP <= a < R.ARPCAP_SIP + 4 * R.ARPCAP_ENTRIES:
-            e = m._arpcap[(a - R.ARPCAP_SIP) // 4]
-            off = (a - R.ARPCAP_SIP) % 4
-            if e is None or off == 3:
-                return 0
-            if off == 0:
-                return e[0]
-            hi, lo = R.mac_words(e[1])
-            return lo if off == 2 else hi | (e[2] << R.ARPCAP_PORT_SHIFT)
-        if self._is_shadow(a):
-            return self.shadow.get(a, 0)
-        return self._read_counter(a)
-
-    def _read_counter(self, a):
-        R = self.R
-        c = self.model._c
-        np_ = self.model.num_ports
-        if R.PORTCNT_BASE <= a < R.PORTCNT_BASE + R.PORTCNT_STRIDE * np_:
-            p = (a - R.PORTCNT_BASE) // R.PORTCNT_STRIDE
-            off = (a - R.PORTCNT_BASE) % R.PORTCNT_STRIDE
-            lists = {R.CNT_RX_FRAMES: "rx_frames", R.CNT_RX_BYTES: "rx_bytes", R.CNT_TX_FRAMES: "tx_frames",
-                     R.CNT_TX_BYTES: "tx_bytes", R.CNT_RX_RUNT: "rx_runt", R.CNT_RX_BAD_FCS: "rx_bad_fcs",
-                     R.CNT_RX_OVERSIZE: "rx_oversize", R.CNT_RX_OVERFLOW: "rx_overflow", R.CNT_LEARNT: "learnt"}
-            totals = {R.CNT_NOT_REDIRECTABLE: "not_redirectable", R.CNT_FROM_CACHE: "from_cache",
-                      R.CNT_UNASSIGNED: "unassigned", R.CNT_CACHE_UNKNOWN: "cache_unknown",
-                      R.CNT_GRE_TOO_BIG: "gre_too_big", R.CNT_GRE_RETURN: "gre_return",
-                      R.CNT_REDIRECT_L2: "redirect_l2", R.CNT_REDIRECT_GRE: "redirect_gre",
-                      R.CNT_GRE_RETURN_BAD: "gre_return_bad", R.CNT_TRUNCATED: "truncated"}
-            if off in lists:
-                return c[lists[off]][p] & 0xFFFFFFFF
-            if off in totals:
-                return c[totals[off]] & 0xFFFFFFFF if p == 0 else 0
-            return 0
-        if R.SLOTCNT_BASE <= a < R.SLOTCNT_BASE + R.SLOTCNT_STRIDE * MAX_GROUPS:
-            s = (a - R.SLOTCNT_BASE) // R.SLOTCNT_STRIDE
-            off = (a - R.SLOTCNT_BASE) % R.SLOTCNT_STRIDE
-            if off == 0:
-                return c["slot_frames"][s] & 0xFFFFFFFF
-            if off == 1:
-                return c["slot_bytes"][s] & 0xFFFFFFFF
-            return 0
-        if R.CACHECNT_BASE <= a < R.CACHECNT_BASE + R.CACHECNT_STRIDE * MAX_GROUPS:
-            s = (a - R.CACHECNT_BASE) // R.CACHECNT_STRIDE
-            off = (a - R.CACHECNT_BASE) % R.CACHECNT_STRIDE
-            k = "cache_frames" if off % 2 == 0 else "cache_bytes"
-            return c[k][s][off // 2] & 0xFFFFFFFF
-        if R.UNKCNT_BASE <= a < R.UNKCNT_BASE + R.UNKCNT_STRIDE * MAX_GROUPS:
-            s = (a - R.UNKCNT_BASE) // R.UNKCNT_STRIDE
-            return c["cache_unknown_frames"][s][(a - R.UNKCNT_BASE) % R.UNKCNT_STRIDE] & 0xFFFFFFFF
-        if R.BUCKETCNT_BASE <= a < R.BUCKETCNT_BASE + R.BUCKETCNT_STRIDE * MAX_GROUPS:
-            s = (a - R.BUCKETCNT_BASE) // R.BUCKETCNT_STRIDE
-            return c["bucket_hits"][s][(a - R.BUCKETCNT_BASE) % R.BUCKETCNT_STRIDE] & 0xFFFFFFFF
-        return 0
-
-    # -- COMMIT: decode the shadow image into the model's tables --
-
-    def _commit(self):
-        R = self.R
-        g = self.shadow.get
-        m = self.model
-        t = _Tables(m.num_ports)
-        t.router_id = g(R.ROUTER_ID, 0)
-        t.mac = _mac_of(g(R.MAC_HI, 0), g(R.MAC_LO, 0))
-        t.mtu = g(R.MTU, 0) & 0xFFFF
-        for p in range(m.num_ports):
-            nh = _mac_of(g(R.NEXTHOP_MAC_HI + 2 * p, 0), g(R.NEXTHOP_MAC_LO + 2 * p, 0))
-            t.next_hop[p] = None if nh == ZERO_MAC else nh
-        for s in range(MAX_GROUPS):
-            base = R.GROUP_BASE + R.GROUP_STRIDE * s
-            ctrl = g(base + R.GROUP_CTRL, 0)
-            sl = t.slots[s]
-            sl.enabled = bool(ctrl & 1)
-            svc = g(base + R.GROUP_SERVICE, 0)
-            ports = []
-            for i in range(4):
-                w = g(base + R.GROUP_PORTS + i, 0)
-                ports.append(w >> 16)
-                ports.append(w & 0xFFFF)
-            gf = g(base + R.GROUP_FLAGS, 0)
-            sl.service = {"service_type": svc & 0xFF, "service_id": (svc >> 8) & 0xFF,
-                          "priority": (svc >> 16) & 0xFF, "protocol": (svc >> 24) & 0xFF,
-                          "service_flags": gf & 0xFFFF, "ports": ports,
-                          "hash_fn": HASH_PEARSON if gf & R.GROUP_FLAGS_PEARSON else HASH_WCCP}
-            ncache = min((ctrl >> 16) & 0x3F, MAX_CACHES)
-            cb = R.CACHE_BASE + R.CACHE_STRIDE * s
-            fm = R.METHOD_FIELD_MASK
-            sl.caches = [(g(cb + 4 * i, 0), (g(cb + 4 * i + 1, 0) >> R.METHOD_FWD_SHIFT) & fm,
-                          (g(cb + 4 * i + 1, 0) >> R.METHOD_RET_SHIFT) & fm)
-                         for i in range(ncache)]
-            assign = (ctrl >> 1) & 3
-            if assign == R.ASSIGN_HASH:
-                bb = R.BUCKET_BASE + R.BUCKET_STRIDE * s
-                sl.hash = bytes(b for w in range(NUM_BUCKETS // 4) for b in struct.pack(">I", g(bb + w, 0)))
-            elif assign == R.ASSIGN_MASK:
-                sl.mask = [self._decode_set(s, k) for k in range(min((ctrl >> 8) & 7, R.MAX_MASK_SETS))]
-        m._shadow = t
-        m.commit()
-        self.commits += 1
-
-    def _decode_set(self, s, k):
-        """(masks, values) equivalent to the compiled set k of slot s."""
-        R = self.R
-        g = self.shadow.get
-        w0 = g(R.MASKSET_BASE + R.MASKSET_STRIDE * s + 2 * k, 0)
-        w1 = g(R.MASKSET_BASE + R.MASKSET_STRIDE * s + 2 * k + 1, 0)
-        pos = []
-        for j in range(7):
-            b = ((w0 >> (8 * j)) if j < 4 else (w1 >> (8 * (j - 4)))) & 0xFF
-            if b & R.BITPOS_VALID and (b & 0x7F) < 96:
-                pos.append(b & 0x7F)
-        mask = 0
-        for p in pos:
-            mask |= 1 << p
-        tb = R.MASKTAB_BASE + R.MASKTAB_STRIDE * s + 32 * k
-        values = []
-        for idx in range(1 << len(pos)):
-            e = (g(tb + idx // 4, 0xFFFFFFFF) >> (8 * (3 - idx % 4))) & 0xFF
-            if e == 0xFF:
-                continue
-            key = 0
-            for j in range(len(pos)):
-                if (idx >> j) & 1:
-                    key |= 1 << pos[j]
-            values.append(_split_key(key) + (e & 0x7F,))
-        return (_split_key(mask), values)
-
-
-def _split_key(k):
-    return ((k >> 64) & 0xFFFFFFFF, (k >> 32) & 0xFFFFFFFF, (k >> 16) & 0xFFFF, k & 0xFFFF)
-
-
-def _mac_of(hi, lo):
-    return bytes(((hi >> 8) & 0xFF, hi & 0xFF, (lo >> 24) & 0xFF, (lo >> 16) & 0xFF, (lo >> 8) & 0xFF, lo & 0xFF))

@@ -109,12 +109,7 @@ def max_message(limits):
     return fixed + max(ra_hash, ra_mask, hia) + caps
 
 
-def _popcount(x):
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
+_popcount = _dpmod.popcount
 
 # The effective definition of the well-known web-cache service (reference 4.2, 7.2).
 WEB_CACHE_DEFINITION = {"service_type": 0, "service_id": 0, "priority": 240, "protocol": 6,

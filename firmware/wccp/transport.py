@@ -190,7 +190,7 @@ class SocketTransport(SpiFramedTransport):
 
 class LoopbackTransport(SpiFramedTransport):
     """SPI transactions handed to an in-process slave (``slave.transaction(mosi) -> miso``),
-    e.g. ``wccp.fwdmodel.ModelRegisterFile``: the driver and a register-level FPGA model in
+    e.g. ``wccp.fwdmodel_regs.ModelRegisterFile``: the driver and a register-level FPGA model in
     one interpreter."""
 
     def __init__(self, slave):

@@ -162,37 +162,37 @@ module wccp_decide #(
         S_C2 = 2,
         S_C3 = 3,
         S_SCAN = 4,
-        S_PRE = 6,
-        S_PRE2 = 7,
-        S_DEC = 8,
-        S_H = 9,
-        S_B1 = 12,
-        S_MA = 16,
-        S_MA1 = 17,
-        S_MA2 = 18,
-        S_MA3 = 19,
-        S_MA4 = 20,
-        S_MS1 = 21,
-        S_MS2 = 22,
-        S_MT = 23,
-        S_MTW1 = 24,
-        S_MTW2 = 25,
-        S_M2 = 26,
-        S_CW1 = 28,
-        S_CW2 = 29,
-        S_C = 30,
-        S_OUT = 35,
-        S_B1L = 36,
-        S_B2L = 37,
-        S_M2L = 38,
-        S_MA2B = 41,
-        S_CK = 44,
-        S_WST = 45,
-        S_CA = 46,
-        S_CW = 47,
-        S_FIN = 48,
-        S_PH = 49;
-    localparam integer NS = 50;
+        S_PRE = 5,
+        S_PRE2 = 6,
+        S_DEC = 7,
+        S_H = 8,
+        S_B1 = 9,
+        S_MA = 10,
+        S_MA1 = 11,
+        S_MA2 = 12,
+        S_MA3 = 13,
+        S_MA4 = 14,
+        S_MS1 = 15,
+        S_MS2 = 16,
+        S_MT = 17,
+        S_MTW1 = 18,
+        S_MTW2 = 19,
+        S_M2 = 20,
+        S_CW1 = 21,
+        S_CW2 = 22,
+        S_C = 23,
+        S_OUT = 24,
+        S_B1L = 25,
+        S_B2L = 26,
+        S_M2L = 27,
+        S_MA2B = 28,
+        S_CK = 29,
+        S_WST = 30,
+        S_CA = 31,
+        S_CW = 32,
+        S_FIN = 33,
+        S_PH = 34;
+    localparam integer NS = 35;
     // one-hot state (next state written out per bit below)
     reg [NS-1:0] state;
     reg [NS-1:0] nx;
@@ -1052,58 +1052,5 @@ module wccp_decide #(
     end
 
 endmodule
-
-// Registers of a decision engine that depend on the configuration only. keep_hierarchy: the
-// two engines' copies are identical and yosys would merge them into one (far from one of
-// the engines); the configuration is stable while a frame is decided.
-/* verilator lint_off DECLFILENAME */
-(* keep_hierarchy *)
-module wccp_decide_cfg (
-    input  wire         clk,
-    input  wire [255:0] grp_ctrl,
-    input  wire [255:0] grp_svc,
-    input  wire [255:0] grp_flags,
-    input  wire [15:0]  mtu,
-    input  wire [31:0]  router_id,
-    output reg  [63:0]  svp,         // slot*8: the slot's protocol
-    output reg  [7:0]   pr0,         // the slot's protocol is 0 (any)
-    output reg  [7:0]   needp,       // the slot matches ports (TCP or UDP, ports defined)
-    output reg  [55:0]  cnt,         // scan entries minus one: slot 0, then slots 7 .. 1
-    output reg  [15:0]  mtu_r,
-    output reg  [19:0]  rid_sum,     // the constant part of the GRE outer checksum
-    output reg  [7:0]   hsel,        // the slot's assignment is hash
-    output reg  [7:0]   msel,        // the slot's assignment is mask, with mask sets
-    output reg  [31:0]  hkf,         // slot*4: the slot's primary hash key flags
-    output reg  [7:0]   psel         // the slot hashes with the Pearson hash (GROUP_FLAGS_PEARSON)
-);
-    // entries of a slot that take part in the scan, minus one, 7 bits: min(n, 32) - 1, all
-    // ones (bit 6 set) for none
-    function [6:0] nm1;
-        input [5:0] n;
-        nm1 = n[5] ? 7'd31 : ({1'b0, n} - 7'd1);
-    endfunction
-    reg [16:0] rid_add;
-    integer s;
-    always @(posedge clk) begin
-        for (s = 0; s < 8; s = s + 1) begin
-            svp[s*8 +: 8] <= grp_svc[s*32+24 +: 8];
-            pr0[s] <= (svp[s*8 +: 8] == 8'd0);
-            needp[s] <= (svp[s*8 +: 8] == 8'd6 || svp[s*8 +: 8] == 8'd17) && grp_flags[s*32 + 4];
-            hsel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd1);
-            msel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd2) && (grp_ctrl[s*32+8 +: 3] != 3'd0);
-            hkf[s*4 +: 4] <= grp_flags[s*32 +: 4];
-            psel[s] <= grp_flags[s*32 + 16];
-        end
-        cnt <= {nm1(grp_ctrl[16 +: 6]),
-                nm1(grp_ctrl[7*32+16 +: 6]), nm1(grp_ctrl[6*32+16 +: 6]),
-                nm1(grp_ctrl[5*32+16 +: 6]), nm1(grp_ctrl[4*32+16 +: 6]),
-                nm1(grp_ctrl[3*32+16 +: 6]), nm1(grp_ctrl[2*32+16 +: 6]),
-                nm1(grp_ctrl[1*32+16 +: 6])};
-        mtu_r <= mtu;
-        rid_add <= {1'b0, router_id[31:16]} + {1'b0, router_id[15:0]};
-        rid_sum <= 20'h0C52F + {3'd0, rid_add};
-    end
-endmodule
-/* verilator lint_on DECLFILENAME */
 /* verilator lint_on UNUSEDSIGNAL */
 `default_nettype wire

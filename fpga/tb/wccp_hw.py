@@ -1,13 +1,10 @@
-"""cocotb-side access to fpga_core: register bus (testbench shortcut), SPI master, and a
-table programmer that mirrors ForwardingModel's DataPlane calls onto the register map."""
+"""cocotb-side access to fpga_core: register bus (testbench shortcut), SPI master, and the
+firmware's FPGA driver (wccp.fpga) replayed onto either, so that the testbenches program the
+RTL with exactly the firmware's register writes."""
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
-from wccp import dataplane
 from wccp import regmap as R
-from wccp.fpga import method_word
-
-
-def _mac_int(mac):
-    return int.from_bytes(bytes(mac), "big") if mac else 0
+from wccp.fpga import FpgaDataPlane
+from wccp.transport import RecordingTransport, read_transaction, write_transaction
 
 
 class RegBus:
@@ -73,10 +70,7 @@ class SpiMaster:
     async def write(self, addr, words):
         self.dut.spi_cs_n.value = 0
         await Timer(self.hp, "ns")
-        data = bytes([R.SPI_CMD_WRITE]) + addr.to_bytes(3, "big")
-        for w in words:
-            data += (w & 0xFFFFFFFF).to_bytes(4, "big")
-        await self._xfer(data)
+        await self._xfer(bytes(write_transaction(addr, words)))
         await Timer(self.hp, "ns")
         self.dut.spi_cs_n.value = 1
         await Timer(4 * self.hp, "ns")
@@ -84,136 +78,61 @@ class SpiMaster:
     async def read(self, addr, n=1):
         self.dut.spi_cs_n.value = 0
         await Timer(self.hp, "ns")
-        await self._xfer(bytes([R.SPI_CMD_READ]) + addr.to_bytes(3, "big") + b"\x00")
-        raw = await self._xfer(b"\x00" * (4 * n))
+        raw = (await self._xfer(bytes(read_transaction(addr, n))))[5:]
         await Timer(self.hp, "ns")
         self.dut.spi_cs_n.value = 1
         await Timer(4 * self.hp, "ns")
         return [int.from_bytes(raw[4 * i:4 * i + 4], "big") for i in range(n)]
 
 
-class HwTables:
-    """Programs fpga_core's tables through a register bus, mirroring the model's API."""
+class HwDriver:
+    """fpga_core programmed by the firmware's own driver: wccp.fpga.FpgaDataPlane writes into
+    a RecordingTransport and every recorded write is replayed, in order, on a register bus
+    (RegBus or SpiMaster); after a write to COMMIT the replay waits until STATUS.COMMIT_BUSY
+    clears. Every DataPlane call is awaitable here (``await hw.set_caches(...)``) and returns
+    the driver's result. The driver's reads see zeros (a commit completes at once on its
+    side), or ``rec.read_fn`` when a test sets it. ``on_write(addr, word)`` sees every word
+    written (a register-level model kept in step, for instance)."""
 
-    def __init__(self, bus):
+    def __init__(self, bus, on_write=None):
         self.bus = bus
-        self.ctrl = [{"en": 0, "assign": 0, "nsets": 0, "ncaches": 0} for _ in range(R.MAX_GROUPS)]
-        self.shadow_addr = [[] for _ in range(R.MAX_GROUPS)]
-        self.pending_loc = []
+        self.on_write = on_write
+        self.rec = RecordingTransport()
+        self.dp = FpgaDataPlane(self.rec, check_id=False)
 
-    async def _ctrl(self, slot):
-        c = self.ctrl[slot]
-        v = c["en"] | (c["assign"] << 1) | (c["nsets"] << 8) | (c["ncaches"] << 16)
-        await self.bus.write(R.GROUP_BASE + slot * R.GROUP_STRIDE + R.GROUP_CTRL, v)
+    async def flush(self):
+        for addr, words in self.rec.take():
+            await self._write(addr, words)
+            if self.on_write is not None:
+                for i, w in enumerate(words):
+                    self.on_write(addr + i, w)
+            if addr == R.COMMIT:
+                for _ in range(100000):
+                    if not await self._read(R.STATUS) & R.STATUS_COMMIT_BUSY:
+                        break
+                else:
+                    raise AssertionError("commit never completed")
 
-    async def configure(self, router_id, mac, mtu=1500):
-        hi, lo = R.mac_words(mac)
-        await self.bus.write(R.ROUTER_ID, router_id)
-        await self.bus.write(R.MAC_HI, hi)
-        await self.bus.write(R.MAC_LO, lo)
-        await self.bus.write(R.MTU, mtu)
-
-    async def set_next_hop(self, port, mac):
-        hi, lo = R.mac_words(mac or b"\x00" * 6)
-        await self.bus.write(R.NEXTHOP_MAC_HI + port * R.NEXTHOP_MAC_HI_STRIDE, hi)
-        await self.bus.write(R.NEXTHOP_MAC_LO + port * R.NEXTHOP_MAC_LO_STRIDE, lo)
-
-    async def set_group(self, slot, service):
-        sv = dataplane.effective_service(service)
-        base = R.GROUP_BASE + slot * R.GROUP_STRIDE
-        await self.bus.write(base + R.GROUP_SERVICE, sv["service_type"] | (sv["service_id"] << 8) |
-                             (sv["priority"] << 16) | (sv["protocol"] << 24))
-        await self.bus.write(base + R.GROUP_FLAGS, sv["service_flags"])
-        p = sv["ports"]
-        for i in range(4):
-            await self.bus.write(base + R.GROUP_PORTS + i, (p[2 * i] << 16) | p[2 * i + 1])
-        self.ctrl[slot]["en"] = 1
-        await self._ctrl(slot)
-
-    async def set_caches(self, slot, caches):
-        caches = dataplane.check_caches(caches)
-        base = R.CACHE_BASE + slot * R.CACHE_STRIDE
-        old = self.shadow_addr[slot]
-        for i, c in enumerate(caches):
-            a = base + i * R.CACHE_ADDRESS_STRIDE
-            await self.bus.write(a + R.CACHE_ADDRESS, c["address"])
-            await self.bus.write(a + R.CACHE_METHOD, method_word(c["forward"], c["ret"]))
-            if i >= len(old) or old[i] != c["address"]:
-                # new cache at this index: forget the location before the commit
-                await self.bus.write(a + R.CACHE_MAC_LO, 0)
-                await self.bus.write(a + R.CACHE_MAC_HI, 0)
-            if c["mac"] is not None or c["port"] is not None:
-                self.pending_loc.append((slot, i, c["mac"], c["port"]))
-        self.shadow_addr[slot] = [c["address"] for c in caches]
-        self.ctrl[slot]["ncaches"] = len(caches)
-        await self._ctrl(slot)
-
-    async def set_cache_location(self, slot, index, mac, port):
-        self.pending_loc.append((slot, index, mac, port))
-
-    async def _write_loc(self, slot, index, mac, port):
-        a = R.CACHE_BASE + slot * R.CACHE_STRIDE + index * R.CACHE_ADDRESS_STRIDE
-        hi, lo = R.mac_words(mac or b"\x00" * 6)
-        hi |= (R.CACHE_MAC_KNOWN if mac else 0) | (R.CACHE_PORT_KNOWN if port is not None else 0)
-        hi |= ((port or 0) << R.CACHE_PORT_SHIFT)
-        await self.bus.write(a + R.CACHE_MAC_LO, lo)
-        await self.bus.write(a + R.CACHE_MAC_HI, hi)
-
-    async def set_hash(self, slot, buckets):
-        words = R.pack_bytes(bytes(buckets))
-        base = R.BUCKET_BASE + slot * R.BUCKET_STRIDE
-        for i, w in enumerate(words):
-            await self.bus.write(base + i, w)
-        self.ctrl[slot]["assign"] = R.ASSIGN_HASH
-        self.ctrl[slot]["nsets"] = 0
-        await self._ctrl(slot)
-
-    async def set_mask(self, slot, sets):
-        sets = dataplane.check_mask(sets)
-        for s, (masks, values) in enumerate(sets):
-            w0, w1, table = R.compile_mask_set(masks, values)
-            b = R.MASKSET_BASE + slot * R.MASKSET_STRIDE
-            await self.bus.write(b + R.MASK_BITPOS0 + s * R.MASK_BITPOS0_STRIDE, w0)
-            await self.bus.write(b + R.MASK_BITPOS1 + s * R.MASK_BITPOS1_STRIDE, w1)
-            t = R.MASKTAB_BASE + slot * R.MASKTAB_STRIDE + s * 32
-            for i, w in enumerate(R.pack_bytes(table)):
-                await self.bus.write(t + i, w)
-        self.ctrl[slot]["assign"] = R.ASSIGN_MASK
-        self.ctrl[slot]["nsets"] = len(sets)
-        await self._ctrl(slot)
-
-    async def clear_assignment(self, slot):
-        self.ctrl[slot]["assign"] = R.ASSIGN_NONE
-        self.ctrl[slot]["nsets"] = 0
-        await self._ctrl(slot)
-
-    async def clear_group(self, slot):
-        self.ctrl[slot] = {"en": 0, "assign": 0, "nsets": 0, "ncaches": 0}
-        self.shadow_addr[slot] = []
-        await self._ctrl(slot)
-
-    async def commit(self):
-        await self.bus.write(R.COMMIT, 1)
-        for _ in range(100000):
-            st = await self.bus.read(R.STATUS)
-            if not st & R.STATUS_COMMIT_BUSY:
-                break
+    async def _write(self, addr, words):
+        if isinstance(self.bus, SpiMaster):
+            await self.bus.write(addr, words)      # one SPI transaction, as the firmware sends it
         else:
-            raise AssertionError("commit never completed")
-        for loc in self.pending_loc:
-            await self._write_loc(*loc)
-        self.pending_loc = []
+            for i, w in enumerate(words):
+                await self.bus.write(addr + i, w)
 
-    async def arm(self, timeout_us):
-        await self.bus.write(R.WDT_TIMEOUT, timeout_us)
-        await self.bus.write(R.CONTROL, 0)
-        await self.bus.write(R.CONTROL, R.CONTROL_REDIRECT_EN)
+    async def _read(self, addr):
+        if isinstance(self.bus, SpiMaster):
+            return (await self.bus.read(addr, 1))[0]
+        return await self.bus.read(addr)
 
-    async def disarm(self):
-        await self.bus.write(R.CONTROL, 0)
+    def __getattr__(self, name):
+        fn = getattr(self.dp, name)
 
-    async def heartbeat(self):
-        await self.bus.write(R.HEARTBEAT, 1)
+        async def call(*args, **kwargs):
+            r = fn(*args, **kwargs)
+            await self.flush()
+            return r
+        return call
 
 
 class Both:

@@ -413,11 +413,6 @@ def fpga_board_for(defn):
     return load(defn["fpga_board"])
 
 
-def mpy_version_of(defn):
-    mp = defn["micropython"]
-    return mp["mpy_version"], mp["mpy_sub_version"]
-
-
 # ---- LPF parsing (for the nextpnr check and `wccp synth`) ----
 
 _LOCATE_RE = re.compile(r'LOCATE\s+COMP\s+"([^"]+)"\s+SITE\s+"([^"]+)"\s*;', re.I)

@@ -17,12 +17,7 @@ import sys
 
 from wccptool import livecap, pcap, wccpnames
 
-try:
-    from wccp import codec
-except ImportError:  # running from a source tree without the package installed
-    import os
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "firmware"))
-    from wccp import codec
+from wccp import codec
 
 # keys whose int values are IPv4 addresses (masks included: shown dotted like Cisco/FortiOS do)
 _ADDR_KEYS = {"address", "router_id", "sent_to", "target", "cache_address", "src_addr", "dst_addr"}

@@ -1,9 +1,9 @@
 """wccp.fpgalink: identity before arming, fail-open while the FPGA is absent or wrong,
 retry, replay of the tables, recovery from an FPGA reset. The FPGA is the register-level
-model (wccp.fwdmodel.ModelRegisterFile) behind the real SPI framing."""
+model (wccp.fwdmodel_regs.ModelRegisterFile) behind the real SPI framing."""
 from wccp import regmap as R
 from wccp.fpgalink import FpgaLink, check_identity
-from wccp.fwdmodel import ModelRegisterFile
+from wccp.fwdmodel_regs import ModelRegisterFile
 from wccp.transport import LoopbackTransport, TransportError
 
 

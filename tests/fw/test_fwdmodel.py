@@ -8,7 +8,7 @@ import struct
 
 from fwtest import raises
 
-from wccp import fwdmodel
+from wccp import frame
 from wccp.codec import ip2int as ip
 from wccp.dataplane import (
     FWD_GRE, FWD_L2, RET_GRE, RET_L2, SF_DST_IP_ALT_HASH, SF_DST_IP_HASH, SF_DST_PORT_HASH,
@@ -150,21 +150,21 @@ def padding_of(f, l3=14):
 # --- CRC / helpers ----------------------------------------------------------------------
 
 def test_crc32_implementations_agree():
-    assert fwdmodel.crc32_py(b"123456789") == 0xCBF43926
-    assert fwdmodel.crc32(b"123456789") == 0xCBF43926
+    assert frame.crc32_py(b"123456789") == 0xCBF43926
+    assert frame.crc32(b"123456789") == 0xCBF43926
     data = bytes(range(256)) * 3
     for n in (0, 1, 7, 60, 300, 768):
-        assert fwdmodel.crc32_py(data[:n]) == crc32_bitwise(data[:n]) == fwdmodel.crc32(data[:n])
+        assert frame.crc32_py(data[:n]) == crc32_bitwise(data[:n]) == frame.crc32(data[:n])
     f = eth(http())
-    assert fwdmodel.fcs_ok(f)
-    assert not fwdmodel.fcs_ok(f[:-1] + bytes([f[-1] ^ 1]))
+    assert frame.fcs_ok(f)
+    assert not frame.fcs_ok(f[:-1] + bytes([f[-1] ^ 1]))
 
 
 def test_ip_checksum_and_fold():
     h = ipv4(CLIENT_IP, SERVER_IP, 6, b"")[:20]
-    assert fwdmodel.ip_checksum(h) == 0          # a correct header sums to zero
-    assert fwdmodel.fold(0x01020304) == 0x01 ^ 0x02 ^ 0x03 ^ 0x04
-    assert fwdmodel.fold(ip("203.0.113.7")) == 203 ^ 0 ^ 113 ^ 7
+    assert frame.ip_checksum(h) == 0          # a correct header sums to zero
+    assert frame.fold(0x01020304) == 0x01 ^ 0x02 ^ 0x03 ^ 0x04
+    assert frame.fold(ip("203.0.113.7")) == 203 ^ 0 ^ 113 ^ 7
 
 
 # --- normal forwarding and rx checks ----------------------------------------------------
@@ -1011,7 +1011,7 @@ def test_truncated_forward_decisions_count_not_redirectable_and_do_not_learn():
 def test_truncated_counter_through_register_file_and_driver():
     from wccp import regmap as R
     from wccp.fpga import FpgaDataPlane
-    from wccp.fwdmodel import ModelRegisterFile
+    from wccp.fwdmodel_regs import ModelRegisterFile
     from wccp.transport import LoopbackTransport
     regs = ModelRegisterFile(model())
     drv = FpgaDataPlane(LoopbackTransport(regs))
@@ -1196,7 +1196,7 @@ def test_random_garbage_never_crashes():
         outs = m.process(i & 1, f)
         assert len(outs) <= 1
         for p, o in outs:
-            assert 0 <= p < 2 and len(o) >= 64 and fwdmodel.fcs_ok(o)
+            assert 0 <= p < 2 and len(o) >= 64 and frame.fcs_ok(o)
     c = m.counters()
     assert sum(c["rx_frames"]) == 300 and sum(c["rx_bad_fcs"]) == 0
 
@@ -1329,7 +1329,7 @@ def _traffic(rng, groups, n):
 
 def test_fpga_driver_over_register_model_equals_model():
     from wccp.fpga import FpgaDataPlane
-    from wccp.fwdmodel import ModelRegisterFile
+    from wccp.fwdmodel_regs import ModelRegisterFile
     from wccp.transport import LoopbackTransport
     actions = {}
     for seed in (1, 2, 3, 4):

@@ -202,7 +202,8 @@ class _FlakyTransport:
 
 def test_d7_failed_spi_write_leaves_previous_tables_live_and_driver_consistent():
     from wccp.fpga import FpgaDataPlane, cache_addr
-    from wccp.fwdmodel import ForwardingModel, ModelRegisterFile
+    from wccp.fwdmodel import ForwardingModel
+    from wccp.fwdmodel_regs import ModelRegisterFile
     from wccp.transport import LoopbackTransport
     from wccp import regmap as RM
     fm = ForwardingModel()
@@ -245,7 +246,8 @@ def test_d7_failed_spi_write_leaves_previous_tables_live_and_driver_consistent()
 
 def test_d7_failed_commit_is_retried_whole():
     from wccp.fpga import FpgaDataPlane, cache_addr
-    from wccp.fwdmodel import ForwardingModel, ModelRegisterFile
+    from wccp.fwdmodel import ForwardingModel
+    from wccp.fwdmodel_regs import ModelRegisterFile
     from wccp.transport import LoopbackTransport
     from wccp import regmap as RM
     fm = ForwardingModel()

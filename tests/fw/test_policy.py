@@ -121,7 +121,8 @@ def test_router_programs_policies_and_keeps_a_closed_dynamic_definition():
 
 def test_fpga_register_map_cannot_hold_policies_router_says_so():
     from wccp.fpga import FpgaDataPlane
-    from wccp.fwdmodel import ForwardingModel, ModelRegisterFile
+    from wccp.fwdmodel import ForwardingModel
+    from wccp.fwdmodel_regs import ModelRegisterFile
     from wccp.transport import LoopbackTransport
     fm = ForwardingModel()
     dp = FpgaDataPlane(LoopbackTransport(ModelRegisterFile(fm)))

@@ -20,11 +20,11 @@ CLK_NS = 8
 
 class TB:
     def __init__(self, dut):
-        from wccp_hw import HwTables, RegBus, SpiMaster
+        from wccp_hw import HwDriver, RegBus, SpiMaster
         self.dut = dut
         self.bus = RegBus(dut)
         self.spi = SpiMaster(dut)
-        self.hw = HwTables(self.bus)
+        self.hw = HwDriver(self.bus)      # the firmware's driver, its writes on the register bus
         cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
         self.src = [GmiiSource(dut.gmii0_rxd, dut.gmii0_rx_er, dut.gmii0_rx_dv, dut.clk, dut.rst),
                     GmiiSource(dut.gmii1_rxd, dut.gmii1_rx_er, dut.gmii1_rx_dv, dut.clk, dut.rst)]
@@ -310,7 +310,7 @@ async def test_random_traffic(dut):
     sc = Scenario(rng)
     groups = sc.tables()
     await program(both, groups, mtu=rng.choice([1500, 1500, 600]))
-    await tb.hw.arm(1000000)
+    await tb.hw.arm(1000)
     await tb.hw.heartbeat()
     model.arm(1000000)
     model.heartbeat(now=0)
@@ -368,7 +368,7 @@ async def test_atomic_commit(dut):
     for m in (model_a, model_b):
         m.arm(1000000)
         m.heartbeat(now=0)
-    await tb.hw.arm(1000000)
+    await tb.hw.arm(1000)
     await tb.hw.heartbeat()
     # learn cache locations in both models and the hardware
     for ci in range(2):
@@ -436,9 +436,9 @@ async def test_watchdog(dut):
                    "service_flags": 0x2, "ports": []},
                [{"address": c[0], "forward": FWD_GRE, "ret": RET_GRE}], ("hash", [0] * 256))]
     await program(Both(model, tb.hw), groups)
-    timeout_us = 40
-    await tb.hw.arm(timeout_us)
-    model.arm(timeout_us)
+    timeout_ms = 1        # the driver's unit (WDT_TIMEOUT counts microseconds)
+    await tb.hw.arm(timeout_ms)
+    model.arm(timeout_ms)
     # never heartbeaten: fail-open (learning still happens)
     f = fcs_frame(sc.gen.ip_frame(proto=17, src=c[0], l2src=sc.macs[0], dst=ROUTER_ID))
     await tb.send(sc.ports[0], f, model, now=0)
@@ -451,22 +451,22 @@ async def test_watchdog(dut):
     model.heartbeat(now=100)
     assert await tb.bus.read(R.STATUS) & R.STATUS_ACTIVE
     for _ in range(4):
-        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=101)
+        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=100)
     await tb.collect()
     assert model.counters()["redirect_gre"] == 4
     # heartbeat stops: fail-open within the timeout
-    await Timer(timeout_us + 5, "us")
+    await Timer(timeout_ms * 1000 + 5, "us")
     st = await tb.bus.read(R.STATUS)
     assert st & R.STATUS_WDT_EXPIRED and not st & R.STATUS_ACTIVE, hex(st)
     for _ in range(4):
-        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=100 + timeout_us + 10)
+        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=100 + timeout_ms + 10)
     await tb.collect()
     assert model.counters()["redirect_gre"] == 4
     # re-arm
     await tb.hw.heartbeat()
     model.heartbeat(now=1000)
     for _ in range(4):
-        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=1001)
+        await tb.send(rng.randrange(2), fcs_frame(sc.gen.ip_frame(proto=6)), model, now=1000)
     await tb.collect()
     assert model.counters()["redirect_gre"] == 8
 

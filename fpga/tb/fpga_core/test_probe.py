@@ -1,7 +1,7 @@
 """fpga_core with active discovery: the firmware's driver (wccp.fpga.FpgaDataPlane, its register
 writes recorded and replayed onto the register bus) finds a cache that never sent a frame.
 
-Every register write also goes into wccp.fwdmodel.ModelRegisterFile (the twin's fast mode):
+Every register write also goes into wccp.fwdmodel_regs.ModelRegisterFile (the twin's fast mode):
 every output frame of the RTL is compared byte for byte with that model's (the probe frames
 PKTOUT sends, padded with a new FCS, included), and the ARP capture ring read back through the
 driver equals the model's. Then packet out under load: probes sent while both ports forward
@@ -9,27 +9,18 @@ traffic come out whole, between whole frames. The per-(slot, cache) count of fra
 origin for want of a location (UNKCNT) agrees with the model.
 """
 import os
-import pathlib
 import random
-import sys
+import struct
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.triggers import RisingEdge, Timer
-    from cocotbext.eth import GmiiFrame
-except ImportError:
-    cocotb = None
-
-from wccp import regmap as R  # noqa: E402
-from wccp.discovery import Discovery  # noqa: E402
-from wccp.fpga import FpgaDataPlane  # noqa: E402
-from wccp.fwdmodel import ModelRegisterFile, with_fcs  # noqa: E402
-from wccp.transport import RecordingTransport  # noqa: E402
+import wccp_tb
+from cocotbext.eth import GmiiFrame
+from wccp import regmap as R
+from wccp.discovery import Discovery
+from wccp.fwdmodel import with_fcs
+from wccp.fwdmodel_regs import ModelRegisterFile
+from wccp_hw import HwDriver
+from wccp_tb import RisingEdge, Timer, cocotb_test
 
 APPL_MAC = bytes.fromhex("02aa00000001")
 ROUTER_ID = 0x0A000001
@@ -38,12 +29,7 @@ CACHE_MAC = bytes.fromhex("02cc00000032")
 GW_MAC = bytes.fromhex("02ee000000fe")
 
 
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
-
-
 def http(src, dst, sport):
-    import struct
     tcp = struct.pack(">HHIIBBHHH", sport, 80, 1, 0, 0x50, 0x18, 8192, 0, 0) + b"GET / HTTP/1.0\r\n\r\n"
     ip = bytearray(struct.pack(">BBHHHBBHII", 0x45, 0, 20 + len(tcp), 1, 0, 64, 6, 0, src, dst))
     s = sum(struct.unpack(">10H", ip))
@@ -54,7 +40,6 @@ def http(src, dst, sport):
 
 
 def arp_reply(spa, mac, dst=APPL_MAC, vlan=None):
-    import struct
     tag = struct.pack(">HH", 0x8100, vlan) if vlan is not None else b""
     f = dst + mac + tag + b"\x08\x06" + struct.pack(">HHBBH", 1, 0x0800, 6, 4, 2) + mac + \
         struct.pack(">I", spa) + dst + bytes(4)
@@ -66,22 +51,14 @@ class Rig:
 
     def __init__(self, tb):
         self.tb = tb
-        self.rec = RecordingTransport()
         self.regs = ModelRegisterFile()
         self.model = self.regs.model
-        self.dp = FpgaDataPlane(self.rec, check_id=False)
+        self.hw = HwDriver(tb.bus, on_write=self.regs.write_word)
+        self.rec = self.hw.rec
+        self.dp = self.hw.dp
 
     async def flush(self):
-        for addr, words in self.rec.take():
-            for i, w in enumerate(words):
-                await self.tb.bus.write(addr + i, w)
-                self.regs.write_word(addr + i, w)
-            if addr == R.COMMIT:
-                for _ in range(100000):
-                    if not await self.tb.bus.read(R.STATUS) & R.STATUS_COMMIT_BUSY:
-                        break
-                else:
-                    raise AssertionError("commit never completed")
+        await self.hw.flush()
         # (queued as if received on their egress: no other frame goes back out of its port
         # here, so their order against the forwarded frames is left open)
         for o, data in self.model.take_sent():
@@ -110,7 +87,7 @@ async def setup(dut):
     return tb, rig
 
 
-@_test
+@cocotb_test
 async def test_discovery_through_the_driver(dut):
     tb, rig = await setup(dut)
     m = rig.model
@@ -152,7 +129,7 @@ async def test_discovery_through_the_driver(dut):
     assert await tb.bus.read(R.PKTOUT_CTRL) == 2 << R.PKTOUT_SENT_SHIFT
 
 
-@_test
+@cocotb_test
 async def test_packet_out_under_load(dut):
     """Probes between forwarded frames on both egresses: every frame whole, none lost; both
     ports' ARP replies in the same cycle are both captured."""

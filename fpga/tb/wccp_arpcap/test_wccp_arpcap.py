@@ -3,30 +3,15 @@ sender IP and Ethernet source MAC, and nothing else is (wrong destination, a req
 ethertype or ARP header, a bad frame, a second tag); the expected reports come from
 wccp.fwdmodel (D16) fed the same frames. Frames arrive as from wccp_mac_rx: a byte per cycle
 with random gaps, the last one after an idle cycle, m_last with m_good."""
-import pathlib
 import random
 import struct
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
-
-from wccp.fwdmodel import ForwardingModel, with_fcs  # noqa: E402
+import wccp_tb
+from wccp.fwdmodel import ForwardingModel, with_fcs
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 APP_MAC = bytes.fromhex("02000000aa01")
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
 
 
 def arp_frame(rng):
@@ -48,7 +33,7 @@ def arp_frame(rng):
     return f + bytes(max(0, 60 - len(f)))
 
 
-@_test
+@cocotb_test
 async def test_reports_match_the_model(dut):
     cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
     rng = random.Random(27)

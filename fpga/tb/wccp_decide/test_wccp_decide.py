@@ -1465,8 +1465,8 @@ async def test_decision_latency(dut):
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_decide(sim):
     here = pathlib.Path(__file__).resolve().parent
-    sources = [wccp_tb.RTL / "wccp_decide.v", wccp_tb.RTL / "wccp_srcfilt.v", wccp_tb.RTL / "wccp_bank_ram.v",
-               wccp_tb.RTL / "wccp_ram.v", wccp_tb.RTL / "wccp_bram.v", here / "wccp_decide_tb.v"]
+    sources = [wccp_tb.RTL / "wccp_decide.v", wccp_tb.RTL / "wccp_decide_cfg.v", wccp_tb.RTL / "wccp_srcfilt.v",
+               wccp_tb.RTL / "wccp_bank_ram.v", wccp_tb.RTL / "wccp_ram.v", wccp_tb.RTL / "wccp_bram.v", here / "wccp_decide_tb.v"]
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"},
                     testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_status", "test_random",

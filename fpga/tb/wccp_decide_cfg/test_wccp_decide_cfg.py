@@ -1,4 +1,4 @@
-"""wccp_decide_cfg (in wccp_decide.v): each engine's registered copy of the values that depend on
+"""wccp_decide_cfg: each engine's registered copy of the values that depend on
 the configuration only. Random configurations; two cycles after a change every output matches
 the register map's meaning (slot protocol, any-protocol and port-match flags, scan entry counts,
 hash / mask assignment flags, primary hash key flags, MTU), and rid_sum completes a real IPv4 header checksum of the GRE outer header."""
@@ -83,4 +83,4 @@ async def test_config_copy(dut):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_decide_cfg(sim):
-    wccp_tb.run_sim(sim, "wccp_decide_cfg", __file__, sources=[wccp_tb.RTL / "wccp_decide.v"])
+    wccp_tb.run_sim(sim, "wccp_decide_cfg", __file__, sources=[wccp_tb.RTL / "wccp_decide_cfg.v"])

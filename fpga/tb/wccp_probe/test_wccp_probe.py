@@ -5,27 +5,12 @@ frames, a start while busy or with a bad LEN / no port is ignored. Capture ring:
 both ports (also in the same cycle) land in entry n mod 8 in arrival order (port 0 first),
 ARPCAP_COUNT counts them. Reads answer exactly four cycles after reg_rd (like wccp_regs);
 addresses outside the block read nothing. (Cycle c = the cycle with reg_rd: rvalid in c + 4.)"""
-import pathlib
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import wccp_tb  # noqa: E402
-
-try:
-    import cocotb
-    from cocotb.clock import Clock
-    from cocotb.triggers import ReadOnly, RisingEdge, Timer
-except ImportError:
-    cocotb = None
-
-from wccp import regmap as R  # noqa: E402
-
-
-def _test(f):
-    return cocotb.test()(f) if cocotb is not None else f
+import wccp_tb
+from wccp import regmap as R
+from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 
 class TB:
@@ -107,7 +92,7 @@ class TB:
         raise AssertionError("PKTOUT stays BUSY")
 
 
-@_test
+@cocotb_test
 async def test_packet_out(dut):
     tb = TB(dut, 3)
     await tb.reset()
@@ -143,7 +128,7 @@ async def test_packet_out(dut):
     assert int(dut.req.value) == 0
 
 
-@_test
+@cocotb_test
 async def test_capture_ring(dut):
     tb = TB(dut, 4)
     await tb.reset()

@@ -338,7 +338,7 @@ def read_spi_log(path):
 def replay(transactions, regfile=None):
     """Apply the WRITE transactions to a ModelRegisterFile (new one by default); returns it."""
     from wccp import regmap as R
-    from wccp.fwdmodel import ModelRegisterFile
+    from wccp.fwdmodel_regs import ModelRegisterFile
     rf = regfile or ModelRegisterFile()
     for t in transactions:
         if t and t[0] == R.SPI_CMD_WRITE:

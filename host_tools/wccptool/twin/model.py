@@ -1,9 +1,10 @@
-"""The twin's fast mode: wccp.fwdmodel.ModelRegisterFile + ForwardingModel in place of the RTL,
+"""The twin's fast mode: wccp.fwdmodel_regs.ModelRegisterFile + ForwardingModel in place of the RTL,
 behind the same sockets and ports (wccptool.twin.hub)."""
 import os
 import time
 
-from wccp.fwdmodel import ForwardingModel, ModelRegisterFile
+from wccp.fwdmodel import ForwardingModel
+from wccp.fwdmodel_regs import ModelRegisterFile
 
 from wccptool.twin.hub import Hub, write_ready
 
