@@ -24,7 +24,7 @@ try:
     _here = __file__.rsplit("/", 1)[0] if "/" in __file__ else "."
 except NameError:
     _here = "."
-if _here not in sys.path:
+if _here not in sys.path:     # MicroPython finds packages only on sys.path: the slot's wccp/ sits here
     sys.path.insert(0, _here)
 
 import json  # noqa: E402

@@ -9,6 +9,7 @@ import json
 
 root = sys.argv[1]
 modname = sys.argv[2]
+# the unix port has no installed packages: the firmware and its tests come from the tree
 sys.path.insert(0, root + "/tests/fw")
 sys.path.insert(0, root + "/firmware")
 

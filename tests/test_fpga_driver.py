@@ -574,7 +574,7 @@ def _micropython():
 
 MP_SCRIPT = r"""
 import sys, json
-sys.path.insert(0, ROOT + "/firmware")
+sys.path.insert(0, ROOT + "/firmware")   # the unix port has no installed packages
 from wccp.transport import SocketTransport
 from wccp.fpga import FpgaDataPlane
 
