@@ -20,6 +20,7 @@ import tempfile
 import time
 
 import pytest
+from wccptool.labcache import clean_shm
 from wccptool.pcap import extract_udp, read_pcap
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -110,21 +111,6 @@ def _forget(p):
         _live.remove(p)
 
 
-def _clean_shm(pid, service_name):
-    """libfaketime (preloaded without its wrapper) creates /dev/shm/faketime_shm_<pid> and
-    sem.faketime_sem_<pid> and never removes them; a killed Squid leaves <name>-*.shm."""
-    names = ["faketime_shm_%d" % pid, "sem.faketime_sem_%d" % pid]
-    try:
-        names += [n for n in os.listdir("/dev/shm") if n.startswith(service_name + "-")]
-    except OSError:
-        return
-    for n in names:
-        try:
-            os.unlink(os.path.join("/dev/shm", n))
-        except OSError:
-            pass
-
-
 class Squid:
     """One Squid instance speaking WCCPv2 from ``address`` to ``routers``.
 
@@ -209,7 +195,7 @@ class Squid:
         kill_group(self.proc)
         _forget(self.proc)
         if self.proc is not None:
-            _clean_shm(self.proc.pid, self.service_name)
+            clean_shm(self.proc.pid, self.service_name)
         if getattr(self, "out", None):
             self.out.close()
             self.out = None

@@ -139,7 +139,7 @@ def test_s1_hash_gre_one_squid(make_lab, fpga):
     # traffic from the cache through the appliance: a port-80 server on the client side
     lab.spawn_in("client", "clientweb", [sys.executable, "-m", "wccptool.lab", "origin", "--port", "80",
                                          "--bind", L.CLIENT, "--dir", str(lab.state / "www")])
-    L.in_netns(lab.ns["client"], L.wait_until, lambda: L._tcp_open(L.CLIENT, 80), 20, "the client-side server")
+    L.in_netns(lab.ns["client"], L.wait_until, lambda: L.tcp_open(L.CLIENT, 80), 20, "the client-side server")
     status, hc, bc = L.in_netns(lab.cache_ns(0), L.http_get, L.CLIENT, "/index.html", 80, lab.caches[0], 5)
     assert status == 200 and "via" not in hc and bc == lab.content["/index.html"]
     assert any(ln.startswith(lab.caches[0] + " ") for ln in _log_lines(lab, "clientweb"))

@@ -20,6 +20,7 @@ from proc_output import Output
 from twin_helpers import build_rtl, ether, mac
 
 from wccptool import twin
+from wccptool.procgroup import pid_alive
 
 # Listed in conftest.py SPLIT_MODULES: pytest-xdist may run these tests on different
 # workers at the same time, as each backend has its own
@@ -60,18 +61,6 @@ def _descendants(pid):
             out.append(k)
             todo.append(k)
     return out
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:        # a zombie is dead too
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.parametrize("backend,sig,n", [("rtl", signal.SIGINT, 4), ("twin-model", signal.SIGTERM, 5)])
@@ -120,7 +109,7 @@ def test_wccp_run_twin_ready_and_stops_cleanly(backend, sig, n, tmp_path):
     assert m and fw, out
     assert int(m.group(1)) in started and int(fw.group(1)) in started
     for pid in started:
-        assert not _alive(pid), "process %d still running" % pid
+        assert not pid_alive(pid), "process %d still running" % pid
     host, port = spi.split(":")
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 
+from wccptool.procgroup import stop_group
 from wccptool.twin.hub import KIND_BARRIER, KIND_STATS
 
 # RTL: clock cycles per watchdog microsecond. The real part runs 125 MHz (125); the twin
@@ -78,19 +79,7 @@ class Twin:
         if self.netns is not None:
             self.netns.down()
             self.netns = None
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait(5)
+        stop_group(self.proc, signal.SIGTERM, timeout)
         if self.tmpdir is not None:
             self.tmpdir.cleanup()
             self.tmpdir = None
