@@ -9,8 +9,8 @@ simulated appliance (firmware + FPGA twin), each in a network namespace (root).
 
 Prints what to run once everything is up (e.g. `ip netns exec wlab-cl curl -v
 http://10.62.0.1/index.html`). Runs until Ctrl-C or SIGTERM, then removes every namespace
-and process it made. Topology and the cache-side commands: wccptool/lab.py and
-docs/quickstart.md section 1.
+and process it made. Topology: wccptool/lab.py and docs/quickstart.md section 1; the
+cache-side commands: wccptool/labcache.py and docs/quickstart.md section 7.
 """
 import argparse
 import signal
