@@ -6,6 +6,10 @@
 module fpga_core #(
     parameter CLK_PER_US = 125,
     parameter [31:0] BUILD_ID = 32'd0,
+    // RFC 3074 Pearson hashing in the decision engines (CAPS_PEARSON). Off in the board build:
+    // with it the LFE5U-25F netlist does not meet 125 MHz (docs/performance.md, Synthesis);
+    // on in the digital twin (fpga/twin/twin_top.v) and the decision engine's testbench.
+    parameter PEARSON = 0,
     parameter BUF_AW = 12
 ) (
     input  wire        clk,
@@ -124,7 +128,7 @@ module fpga_core #(
     wire [53:0]   ln_wdata = rg_ln_wr ? rg_ln_data :
                              (lr_valid0 ? {2'b11, 4'd0, lr_mac0} : {2'b11, 4'd1, lr_mac1});
 
-    wccp_regs #(.CLK_PER_US(CLK_PER_US), .BUILD_ID(BUILD_ID)) regs (
+    wccp_regs #(.CLK_PER_US(CLK_PER_US), .BUILD_ID(BUILD_ID), .PEARSON(PEARSON)) regs (
         .clk(clk), .rst(rst_bus), .reg_addr(reg_addr), .reg_wr(reg_wr), .reg_wdata(reg_wdata),
         .reg_rd(reg_rd), .reg_rdata(rg_rdata), .reg_rvalid(rg_rvalid),
         .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu), .nh_mac(nh_mac),
@@ -265,7 +269,7 @@ module fpga_core #(
         wire [15:0] act_tci, act_tl, act_csum;
         wire [31:0] act_rid, act_cip, act_rh;
         wire [11:0] ev_b;
-        wccp_decide #(.PORT(g)) decide (
+        wccp_decide #(.PORT(g), .PEARSON(PEARSON)) decide (
             .clk(clk), .rst(rst_dp), .hold(hold), .busy(busy[g]),
             .in_valid(q_valid), .in_ready(q_pop), .in_start(q_start),
             .in_dst_mac(q_dst), .in_src_mac(q_src), .in_vlan(q_vlan), .in_tci(q_tci),

@@ -20,7 +20,8 @@
 `include "wccp_regmap.vh"
 /* verilator lint_off UNUSEDSIGNAL */
 module wccp_decide #(
-    parameter PORT = 0
+    parameter PORT = 0,
+    parameter PEARSON = 1       // 0: no RFC 3074 Pearson engine (GROUP_FLAGS_PEARSON ignored, S_PH unused)
 ) (
     input  wire          clk,
     input  wire          rst,
@@ -552,7 +553,7 @@ module wccp_decide #(
         f_dpz <= (f_dport == 16'd0);
         msl <= first_slot;
         p_kf <= c_hkf[first_slot*4 +: 4];
-        p_pear <= c_psel[first_slot];
+        p_pear <= (PEARSON != 0) && c_psel[first_slot];
         msl_f <= rst ? 3'd0 : first_slot;
         msl_a <= rst ? 3'd7 : first_slot;
         mfound <= any_slot;

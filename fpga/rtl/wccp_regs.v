@@ -10,7 +10,8 @@
 module wccp_regs #(
     parameter CLK_PER_US = 125,
     parameter WDT_RESET_US = 1000000,
-    parameter [31:0] BUILD_ID = 32'd0      // read back at BUILD_ID (set by the build)
+    parameter [31:0] BUILD_ID = 32'd0,     // read back at BUILD_ID (set by the build)
+    parameter PEARSON = 0                  // CAPS_PEARSON: the decision engines have the Pearson hash
 ) (
     input  wire          clk,
     input  wire          rst,
@@ -326,7 +327,7 @@ module wccp_regs #(
         reg_rdata <= ({32{r_sel2[`WCCP_ID]}} & `WCCP_ID_VALUE) |
                      ({32{r_sel2[`WCCP_VERSION]}} & `WCCP_REGMAP_VERSION) |
                      ({32{r_sel2[`WCCP_CAPS]}} & ({4'd0, 4'd`WCCP_MAX_MASK_SETS, 8'd`WCCP_MAX_CACHES,
-                                                    8'd`WCCP_MAX_GROUPS, 8'd2} | `WCCP_CAPS_PEARSON)) |
+                                                    8'd`WCCP_MAX_GROUPS, 8'd2} | (PEARSON != 0 ? `WCCP_CAPS_PEARSON : 32'd0))) |
                      ({32{r_sel2[`WCCP_CONTROL]}} & control) |
                      ({32{r_sel2[`WCCP_STATUS]}} & {29'd0, commit_req | commit_copy, !wdt_armed, active}) |
                      ({32{r_sel2[`WCCP_HEARTBEAT]}} & wdt_left) |

@@ -64,7 +64,7 @@ module twin_top #(
     reg         rb_wr, rb_rd;
     reg  [31:0] rb_wdata;
 
-    fpga_core #(.CLK_PER_US(CLK_PER_US)) core (
+    fpga_core #(.CLK_PER_US(CLK_PER_US), .PEARSON(1)) core (
         .clk(cclk), .rst(rst),
         .gmii0_rxd(rxd0), .gmii0_rx_dv(rxdv0), .gmii0_rx_er(1'b0),
         .gmii0_txd(txd0), .gmii0_tx_en(txen0), .gmii0_tx_er(txer0),
