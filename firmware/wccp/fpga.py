@@ -179,7 +179,9 @@ class FpgaDataPlane(DataPlane):
         flags = sv["service_flags"] & 0xFFFF
         if sv["hash_fn"] == HASH_PEARSON:
             if self.caps is not None and not self.caps & R.CAPS_PEARSON:
-                raise FpgaError("this FPGA image has no Pearson hash (CAPS 0x%08x)" % self.caps)
+                # a table this FPGA cannot hold (like any out-of-range table): the router leaves
+                # this group unredirected and programs the others
+                raise ValueError("this FPGA image has no Pearson hash (CAPS 0x%08x)" % self.caps)
             flags |= R.GROUP_FLAGS_PEARSON
         words = [sv["service_type"] | (sv["service_id"] << 8) | (sv["priority"] << 16) | (sv["protocol"] << 24),
                  flags]

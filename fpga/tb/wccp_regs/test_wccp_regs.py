@@ -1,6 +1,7 @@
 """wccp_regs: identification/read-back, shadow writes + atomic commit (hold until the engines
 are idle, every live output switches in one cycle, COMMIT_BUSY until the bank copy is done),
 table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
+import os
 import random
 
 import pytest
@@ -137,8 +138,9 @@ async def test_id_and_readback(dut):
     await tb.write(R.BUILD_ID, 0x11111111)          # read-only: a write changes nothing
     assert await tb.rd(R.BUILD_ID) == BUILD_ID
     caps = await tb.rd(R.CAPS)
+    pearson = R.CAPS_PEARSON if os.environ.get("WCCP_PEARSON") == "1" else 0      # the PEARSON parameter
     assert caps == (R.NUM_PORTS | R.MAX_GROUPS << 8 | R.MAX_CACHES << 16 | R.MAX_MASK_SETS << 24
-                    | R.CAPS_PEARSON), hex(caps)
+                    | pearson), hex(caps)
     assert await tb.rd(R.MTU) == 1500
     assert await tb.rd(R.WDT_TIMEOUT) == 1000000
     assert await tb.rd(R.STATUS) == R.STATUS_WDT_EXPIRED
@@ -384,8 +386,10 @@ async def test_watchdog(dut):
     assert await status() == R.STATUS_ACTIVE
 
 
+@pytest.mark.parametrize("pearson", [0, 1])
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
-def test_wccp_regs(sim):
+def test_wccp_regs(sim, pearson):
     wccp_tb.run_sim(sim, "wccp_regs", __file__,
                     sources=[wccp_tb.RTL / "wccp_regs.v", wccp_tb.RTL / "wccp_rst_buf.v"],
-                    parameters={"CLK_PER_US": CLK_PER_US, "BUILD_ID": BUILD_ID})
+                    parameters={"CLK_PER_US": CLK_PER_US, "BUILD_ID": BUILD_ID, "PEARSON": pearson},
+                    extra_env={"WCCP_PEARSON": str(pearson)}, tag="pearson%d" % pearson)
