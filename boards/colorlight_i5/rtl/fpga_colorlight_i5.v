@@ -13,12 +13,10 @@
 // Transmit: TXC leaves edge-aligned with the data; the PHY's internal TX clock delay (its
 // default) centres it.
 //
-// MDIO: 2^21 cycles (17 ms) after the PHYs leave reset a sequencer writes, in each PHY
-// (addresses 0 and 1), register 9 = 0x0200 (advertise 1000BASE-T full duplex only), register
-// 4 = 0x0001 (advertise no 10/100 ability) and register 0 = 0x1340 (auto-negotiation on and
-// restarted): the core speaks GMII at 1 Gb/s only, so a 10/100 link must not come up. It then
-// reads register 2 (PHY identifier) of both; if a PHY does not answer (no turnaround 0, or
-// an identifier of all ones or all zeros), the LED blinks instead
+// MDIO (wccp_phy_setup): 2^21 cycles (17 ms) after the PHYs leave reset both PHYs (addresses
+// 0 and 1) are set to advertise 1000BASE-T full duplex only and auto-negotiation is
+// restarted: the core speaks GMII at 1 Gb/s only, so a 10/100 link must not come up. Their
+// identifiers are read back; if a PHY does not answer, the LED blinks instead
 // of showing the redirection state.
 `timescale 1ns / 1ps
 `default_nettype none
@@ -85,50 +83,13 @@ module fpga_colorlight_i5 #(
     end
     assign phy_rst_n = rst_cnt[16];
 
-    // ---- PHY configuration over MDIO
-    reg [PHY_WAIT_LOG2:0] wait_cnt;
-    reg [3:0]  seq;                       // command 0..7, 8 = finished
-    reg        issued, phy_missing;
-    wire       md_busy, md_done, md_err, md_o, md_oe, md_mdc;
-    wire [15:0] md_rdata;
-    reg        cmd_rd;
-    reg [4:0]  cmd_phy, cmd_reg;
-    reg [15:0] cmd_data;
-    always @(*) begin
-        cmd_rd = seq[3:1] == 3'd3;        // 6, 7: read the identifier
-        cmd_phy = (seq == 4'd3 || seq == 4'd4 || seq == 4'd5 || seq == 4'd7) ? 5'd1 : 5'd0;
-        case (seq)
-            4'd0, 4'd3: begin cmd_reg = 5'd9; cmd_data = 16'h0200; end
-            4'd1, 4'd4: begin cmd_reg = 5'd4; cmd_data = 16'h0001; end
-            4'd2, 4'd5: begin cmd_reg = 5'd0; cmd_data = 16'h1340; end
-            default:    begin cmd_reg = 5'd2; cmd_data = 16'h0000; end
-        endcase
-    end
-    always @(posedge clk) begin
-        if (rst) begin
-            wait_cnt <= 0;
-            seq <= 4'd0;
-            issued <= 1'b0;
-            phy_missing <= 1'b0;
-        end else if (!wait_cnt[PHY_WAIT_LOG2]) begin
-            wait_cnt <= wait_cnt + 1'b1;
-        end else if (!seq[3]) begin
-            if (!issued && !md_busy) begin
-                issued <= 1'b1;
-            end else if (md_done) begin
-                issued <= 1'b0;
-                seq <= seq + 4'd1;
-                if (cmd_rd && (md_err || md_rdata == 16'hffff || md_rdata == 16'h0000))
-                    phy_missing <= 1'b1;
-            end
-        end
-    end
-    wccp_mdio #(.HALF(32)) mdio (
-        .clk(clk), .rst(rst), .start(!rst && wait_cnt[PHY_WAIT_LOG2] && !seq[3] && !issued && !md_busy),
-        .rd(cmd_rd), .phy(cmd_phy), .regad(cmd_reg), .wdata(cmd_data),
-        .busy(md_busy), .done(md_done), .rdata(md_rdata), .rd_err(md_err),
-        .mdc(md_mdc), .mdio_o(md_o), .mdio_oe(md_oe), .mdio_i(phy_mdio));
-    assign phy_mdc = md_mdc;
+    // ---- PHY configuration over MDIO (both PHYs share MDC and MDIO)
+    wire md_o, md_oe, phy_missing;
+    /* verilator lint_off PINCONNECTEMPTY */
+    wccp_phy_setup #(.WAIT_LOG2(PHY_WAIT_LOG2), .HALF(32), .PHYS({5'd1, 5'd0})) phy_setup (
+        .clk(clk), .rst(rst), .mdc(phy_mdc), .mdio_o(md_o), .mdio_oe(md_oe), .mdio_i(phy_mdio),
+        .done(), .phy_missing(phy_missing));
+    /* verilator lint_on PINCONNECTEMPTY */
     assign phy_mdio = md_oe ? md_o : 1'bz;
 
     // ---- RGMII

@@ -19,7 +19,9 @@ class Phy:
     samples it) and answers reads of its registers."""
 
     def __init__(self, dut, addr, regs, present=True):
-        self.dut, self.addr, self.regs, self.present = dut, addr, regs, present
+        """addr: the PHY address, or a set of them (several PHYs with the same registers)."""
+        self.addr = {addr} if isinstance(addr, int) else set(addr)
+        self.dut, self.regs, self.present = dut, regs, present
         self.bits = []          # (value, master drives?) per rising MDC edge of the current frame
         self.frames = []
         self.drive = None       # the PHY's output: None (released), 0 or 1
@@ -79,7 +81,7 @@ class Phy:
             return
         st_op = b[32:36]
         phy = int("".join(map(str, b[36:41])), 2)
-        if st_op != [0, 1, 1, 0] or phy != self.addr:
+        if st_op != [0, 1, 1, 0] or phy not in self.addr:
             return
         reg = int("".join(map(str, b[41:46])), 2)
         val = self.regs.get(reg, 0)
