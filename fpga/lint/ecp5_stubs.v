@@ -63,6 +63,11 @@ module DELAYG #(parameter DEL_MODE = "USER_DEFINED", parameter integer DEL_VALUE
     input wire A, output wire Z);
     assign Z = A;
 endmodule
+// BB: bidirectional pad (the Colorlight i5 top's MDIO)
+module BB (input wire I, input wire T, output wire O, inout wire B);
+    assign B = T ? 1'bz : I;
+    assign O = B;
+endmodule
 /* verilator lint_on MULTIDRIVEN */
 /* verilator lint_on UNUSEDPARAM */
 /* verilator lint_on UNUSEDSIGNAL */

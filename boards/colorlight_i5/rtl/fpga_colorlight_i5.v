@@ -84,13 +84,14 @@ module fpga_colorlight_i5 #(
     assign phy_rst_n = rst_cnt[16];
 
     // ---- PHY configuration over MDIO (both PHYs share MDC and MDIO)
-    wire md_o, md_oe, phy_missing;
+    wire md_o, md_oe, md_i, phy_missing;
     /* verilator lint_off PINCONNECTEMPTY */
     wccp_phy_setup #(.WAIT_LOG2(PHY_WAIT_LOG2), .HALF(32), .PHYS({5'd1, 5'd0})) phy_setup (
-        .clk(clk), .rst(rst), .mdc(phy_mdc), .mdio_o(md_o), .mdio_oe(md_oe), .mdio_i(phy_mdio),
+        .clk(clk), .rst(rst), .mdc(phy_mdc), .mdio_o(md_o), .mdio_oe(md_oe), .mdio_i(md_i),
         .done(), .phy_missing(phy_missing));
     /* verilator lint_on PINCONNECTEMPTY */
-    assign phy_mdio = md_oe ? md_o : 1'bz;
+    // the MDIO pad as an ECP5 bidirectional buffer (T high = released)
+    BB mdio_pad (.I(md_o), .T(!md_oe), .O(md_i), .B(phy_mdio));
 
     // ---- RGMII
     // receive data and control delayed 2 ns in the input cells (see the header)
