@@ -16,7 +16,7 @@ FPGA = [b for b in ALL if b not in MCU]
 
 
 def test_required_boards_present():
-    for b in ("olimex_esp32_poe", "nucleo_f429zi", "w5500_evb_pico", "colorlight_5a75b"):
+    for b in ("olimex_esp32_poe", "nucleo_f429zi", "w5500_evb_pico", "colorlight_5a75b", "colorlight_i5"):
         assert b in ALL
     drivers = {boards.load(b)["network"]["driver"] for b in MCU}
     assert drivers == {"LAN", "WIZNET5K", "host"}
@@ -81,6 +81,58 @@ def test_validator_rejects_bad_structure():
     assert _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("args", ["--router", "router2"])) == []
     with pytest.raises(boards.BoardError, match="unknown board"):
         boards.load("no_such_board")
+
+
+def test_validator_checks_fpga_pin_file_and_sources():
+    # every ball the definition names must be LOCATEd in its LPF, none twice
+    p = _mutated("colorlight_i5", lambda d: d["mcu_link"]["pins"].__setitem__("sck", "A2"))
+    assert any("mcu_link.pins.sck" in x and "not LOCATEd" in x for x in p), p
+    p = _mutated("colorlight_i5", lambda d: d["phys"][1].__setitem__("rx_clk", "M1"))
+    assert any("phys[1].rx_clk" in x for x in p), p
+    p = _mutated("colorlight_5a75b", lambda d: d["clock"].__setitem__("pin", "A2"))
+    assert any("clock.pin" in x and "not LOCATEd" in x for x in p), p
+    p = _mutated("colorlight_i5", lambda d: d.__setitem__("constraints", "boards/colorlight_i5/none.lpf"))
+    assert any("missing" in x for x in p), p
+    # board-only RTL lives outside fpga/rtl/ (read for every board) and defines the top
+    p = _mutated("colorlight_i5", lambda d: d["sources"].append("fpga/rtl/wccp_mdio.v"))
+    assert any("under fpga/rtl/" in x for x in p), p
+    p = _mutated("colorlight_i5", lambda d: d.__setitem__("sources", d["sources"][1:]))
+    assert any("top: module 'fpga_colorlight_i5' is not defined" in x for x in p), p
+    p = _mutated("colorlight_i5", lambda d: d["sources"].append("boards/colorlight_i5/rtl/none.v"))
+    assert any("none.v missing" in x for x in p), p
+
+
+def test_validator_rejects_a_ball_located_twice(tmp_path, monkeypatch):
+    lpf = (ROOT / "boards" / "colorlight_i5" / "wccp.lpf").read_text()
+    bad = tmp_path / "twice.lpf"
+    bad.write_text(lpf.replace('LOCATE COMP "spi_miso" SITE "B20";', 'LOCATE COMP "spi_miso" SITE "B18";'))
+    p = _mutated("colorlight_i5", lambda d: d.__setitem__("constraints", str(bad)))
+    assert any("ball B18 LOCATEd for spi_miso, spi_mosi" in x for x in p), p
+
+
+def _top_ports(fb):
+    """{port: width} of an FPGA board's top module, from its Verilog port list."""
+    import re
+    files = [ROOT / s for s in fb.get("sources", [])] + [ROOT / "fpga" / "rtl" / "fpga.v"]
+    for f in files:
+        m = re.search(r"^module\s+%s\b.*?\)\s*\(\s*(.*?)\);" % fb["top"], f.read_text(), re.S | re.M)
+        if m:
+            ports = {}
+            for d in re.finditer(r"(input|output|inout)\s+wire\s+(?:\[(\d+):0\]\s*)?(\w+)", m.group(1)):
+                ports[d.group(3)] = int(d.group(2)) + 1 if d.group(2) else 1
+            return ports
+    raise AssertionError("top %s not found" % fb["top"])
+
+
+@pytest.mark.parametrize("name", FPGA)
+def test_lpf_places_every_port_of_the_board_top(name):
+    """Each FPGA board's pin file LOCATEs exactly the ports of the top module it is built with."""
+    fb = boards.load(name)
+    want = set()
+    for port, width in _top_ports(fb).items():
+        want |= {port} if width == 1 else {"%s[%d]" % (port, i) for i in range(width)}
+    assert len(want) > 30
+    assert set(boards.lpf_sites(str(ROOT / fb["constraints"]))) == want
 
 
 def test_mcu_boards_name_fpga_board():

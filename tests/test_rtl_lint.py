@@ -47,3 +47,14 @@ def test_verilator_lint_board_top():
     r = _run([str(VERILATOR), "--lint-only", "-Wall", "-DWCCP_ECP5_BRAM", "-I" + str(RTL), "--top-module", "fpga"]
              + [str(p) for p in sorted(RTL.glob("*.v"))] + [str(ROOT / "fpga" / "lint" / "ecp5_stubs.v")])
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_verilator_lint_colorlight_i5_top():
+    """The Colorlight i5 board top with its own files (boards/colorlight_i5/rtl/, the board file's
+    "sources") and the shared RTL except fpga.v, linted like the 5A-75B's top."""
+    import json
+    fb = json.loads((ROOT / "boards" / "colorlight_i5.json").read_text())
+    r = _run([str(VERILATOR), "--lint-only", "-Wall", "-DWCCP_ECP5_BRAM", "-I" + str(RTL), "--top-module", fb["top"]]
+             + _core_sources() + [str(ROOT / s) for s in fb["sources"]] + [str(ROOT / "fpga" / "lint" / "ecp5_stubs.v")])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "%Warning" not in r.stderr, r.stderr

@@ -1,4 +1,6 @@
-"""`wccp synth`: the real YoWASP flow (yosys, nextpnr-ecp5, ecppack) for the colorlight_5a75b board."""
+"""`wccp synth`: the real YoWASP flow (yosys, nextpnr-ecp5, ecppack) for each FPGA board, one seed each: the
+board file's. colorlight_i5 is not listed yet: nextpnr rejects its yosys netlist (a net in the core's
+MAC CRC logic driven by several cells), see boards/colorlight_i5.json pnr.note."""
 import json
 import os
 import re
@@ -33,16 +35,18 @@ def test_synth_rejects_unknown_board():
 
 
 @pytest.mark.slow
-def test_synth_colorlight_5a75b_flow():
+@pytest.mark.parametrize("board", ["colorlight_5a75b"])
+def test_synth_board_flow(board):
     # YoWASP tools only see the working tree: the output directory must be inside it
     out = os.path.join(ROOT, "build", "test_synth_" + uuid.uuid4().hex[:8])
     try:
-        p = wccp("synth", "--board", "colorlight_5a75b", "--out", out, "--json", timeout=1800)
+        p = wccp("synth", "--board", board, "--out", out, "--json", timeout=1800)
         assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
         rep = json.loads(p.stdout)
-        fb = boards.load("colorlight_5a75b")
-        assert rep["board"] == "colorlight_5a75b" and rep["top"] == "fpga"
-        assert fb["fpga"]["package"] in rep["device"]
+        fb = boards.load(board)
+        assert rep["board"] == board and rep["top"] == "fpga"
+        f = fb["fpga"]
+        assert rep["device"] == "%s-%s %s" % (f["device"], f["speed"], f["package"]), rep["device"]
         # every constrained pin of the LPF is a used IO cell
         sites = boards.lpf_sites(os.path.join(ROOT, fb["constraints"]))
         assert rep["util"]["TRELLIS_IO"][0] == len(sites)
@@ -66,13 +70,13 @@ def test_synth_colorlight_5a75b_flow():
         bit = open(rep["bitstream"], "rb").read()
         assert bit[:2] == b"\xff\x00" and b"\xff\xff\xbd\xb3" in bit     # comment header, ECP5 preamble
         text = summarise(rep, fb["fpga"])
-        assert "Fmax" in text and "TRELLIS_COMB" in text and "CABGA256" in text and "150 MHz goal" in text
+        assert "Fmax" in text and "TRELLIS_COMB" in text and f["package"] in text and "150 MHz goal" in text
         core_line = [ln for ln in text.splitlines() if ln.startswith("Fmax") and ln.split()[1].endswith("$clk")]
         assert core_line and "needs 125 MHz: OK" in core_line[0], text
         assert "place and route: seed %d, core clock constrained to 150" % fb["pnr"]["seed"] in text, text
         # the same inputs again: served from the cache, same numbers, same bitstream
         # (--out relative to the working directory: made absolute, as the YoWASP tools need)
-        p2 = wccp("synth", "--board", "colorlight_5a75b", "--out", os.path.relpath(out + "-again", ROOT), "--json",
+        p2 = wccp("synth", "--board", board, "--out", os.path.relpath(out + "-again", ROOT), "--json",
                   timeout=120)
         assert p2.returncode == 0, p2.stderr[-2000:]
         rep2 = json.loads(p2.stdout)

@@ -57,6 +57,17 @@ module DP16KD #(
     assign {DOA17, DOA16, DOA15, DOA14, DOA13, DOA12, DOA11, DOA10, DOA9, DOA8, DOA7, DOA6, DOA5, DOA4, DOA3, DOA2, DOA1, DOA0} = 18'd0;
     assign {DOB17, DOB16, DOB15, DOB14, DOB13, DOB12, DOB11, DOB10, DOB9, DOB8, DOB7, DOB6, DOB5, DOB4, DOB3, DOB2, DOB1, DOB0} = 18'd0;
 endmodule
+
+// DELAYG: fixed input delay (the Colorlight i5 top's RGMII receive path); lint sees a wire
+module DELAYG #(parameter DEL_MODE = "USER_DEFINED", parameter integer DEL_VALUE = 0) (
+    input wire A, output wire Z);
+    assign Z = A;
+endmodule
+// BB: bidirectional pad (the Colorlight i5 top's MDIO)
+module BB (input wire I, input wire T, output wire O, inout wire B);
+    assign B = T ? 1'bz : I;
+    assign O = B;
+endmodule
 /* verilator lint_on MULTIDRIVEN */
 /* verilator lint_on UNUSEDPARAM */
 /* verilator lint_on UNUSEDSIGNAL */

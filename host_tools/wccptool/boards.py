@@ -361,6 +361,7 @@ def _validate_fpga(d, problems):
         problems.append("mcu_link.pins: a ball is used twice")
     sc = _req(d, "sysconfig", dict, "board", problems) or {}
     _req(sc, "wired_on_board", bool, "sysconfig", problems)
+    _validate_fpga_files(d, c, problems)
     pnr = d.get("pnr")          # optional: place-and-route settings of `wccp synth`
     if pnr is not None:
         if not isinstance(pnr, dict):
@@ -380,6 +381,48 @@ def _validate_fpga(d, problems):
                     own = [x for x in pa if x.split("=")[0] in _PNR_OWN]
                     if own:
                         problems.append("pnr.args: %s set by the flow itself (device, files, seed)" % ", ".join(own))
+
+
+def _validate_fpga_files(d, lpf, problems):
+    """The board's own RTL ("sources": Verilog files outside fpga/rtl/, which the flow reads for
+    every board, so one board's files never change another's netlist) and its pin file: every
+    ball the definition names is LOCATEd there, and no ball is LOCATEd twice."""
+    top = d.get("top")
+    srcs = d.get("sources", [])
+    if not isinstance(srcs, list) or not all(isinstance(x, str) for x in srcs):
+        problems.append("sources: must be a list of Verilog file paths")
+        srcs = []
+    defined = False
+    for s in srcs:
+        if not s.endswith(".v"):
+            problems.append("sources: %r is not a Verilog (.v) file" % s)
+        elif s.replace("\\", "/").startswith("fpga/rtl/"):
+            problems.append("sources: %r is under fpga/rtl/ (read for every board already)" % s)
+        elif not os.path.isfile(os.path.join(ROOT, s)):
+            problems.append("sources: %s missing" % s)
+        elif isinstance(top, str):
+            with open(os.path.join(ROOT, s)) as f:
+                defined = defined or re.search(r"^\s*module\s+%s\b" % re.escape(top), f.read(), re.M) is not None
+    if isinstance(top, str) and top != "fpga" and not defined:
+        problems.append("top: module %r is not defined in the board's sources" % top)
+    if not isinstance(lpf, str) or not os.path.isfile(os.path.join(ROOT, lpf)):
+        if isinstance(lpf, str):
+            problems.append("constraints: %s missing" % lpf)
+        return
+    sites = lpf_sites(os.path.join(ROOT, lpf))
+    balls = list(sites.values())
+    for b in sorted({b for b in balls if balls.count(b) > 1}):
+        problems.append("constraints: ball %s LOCATEd for %s" % (
+            b, ", ".join(sorted(n for n, s in sites.items() if s == b))))
+    named = [("clock.pin", (d.get("clock") or {}).get("pin"))]
+    for i, p in enumerate(d.get("phys") or []):
+        if isinstance(p, dict):
+            named += [("phys[%d].rx_clk" % i, p.get("rx_clk")), ("phys[%d].tx_clk" % i, p.get("tx_clk"))]
+    named += [("mcu_link.pins.%s" % r, b) for r, b in sorted(((d.get("mcu_link") or {}).get("pins") or {}).items())]
+    used = set(balls)
+    for where, b in named:
+        if isinstance(b, str) and b not in used:
+            problems.append("%s: ball %s is not LOCATEd in %s" % (where, b, lpf))
 
 
 # nextpnr options the flow sets itself (fpga/tools/synth.py); a board's pnr.args may not repeat them

@@ -139,6 +139,7 @@ def cache_key(fb, top, seed, script, lpf):
     h = hashlib.sha256()
     files = sorted(glob.glob(os.path.join(boards.ROOT, "fpga", "rtl", "*")))
     files += [script, lpf]
+    files += [os.path.join(boards.ROOT, f) for f in fb.get("sources", [])]     # the board's own RTL
     for f in files:
         if os.path.isfile(f):
             h.update(os.path.relpath(f, boards.ROOT).encode() + b"\0")
