@@ -156,7 +156,7 @@ async def test_write_and_read_frames(dut):
         results.append(await command(dut, rd, a, r, 0 if rd else d))
     await Timer(1, "us")
     assert len(phy.frames) == len(cmds), (len(phy.frames), len(cmds))
-    for (rd, a, r, d), bits, (rdata, err) in zip(cmds, phy.frames, results):
+    for (rd, a, r, d), bits, (rdata, err) in zip(cmds, phy.frames, results, strict=True):
         present = rd and a == 1
         check_frame(bits, rd, a, r, regs[r] if present else (None if rd else d))
         if rd:
@@ -166,7 +166,7 @@ async def test_write_and_read_frames(dut):
                 assert field(bits, 48, 64) == regs[r]
     assert not phy.violations, phy.violations[:5]
     # MDC: one period per bit, >= 400 ns (2.5 MHz), within a frame
-    gaps = [b - a for a, b in zip(phy.edges, phy.edges[1:])]
+    gaps = [b - a for a, b in zip(phy.edges, phy.edges[1:], strict=False)]
     assert min(gaps) >= 400, min(gaps)
     assert int(dut.mdio_oe.value) == 0, "released after the frame"
 

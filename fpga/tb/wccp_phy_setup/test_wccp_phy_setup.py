@@ -57,7 +57,7 @@ async def test_sets_both_phys_to_1000_full(dut):
     regs = {2: 0x0362}
     phy = await run_sequence(dut, {0, 1}, regs)
     assert len(phy.frames) == len(EXPECTED), len(phy.frames)
-    for (rd, a, r, d), bits in zip(EXPECTED, phy.frames):
+    for (rd, a, r, d), bits in zip(EXPECTED, phy.frames, strict=True):
         check_frame(bits, rd, a, r, regs[r] if rd else d)
     assert not phy.violations, phy.violations[:5]
     assert int(dut.phy_missing.value) == 0
