@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_router.py            # drives everything below
     .venv/bin/micropython -X heapsize=64k bench/bench_router.py --heap [--dataplane null|model]
     .venv/bin/micropython -X heapsize=256k bench/bench_router.py --latency --mpy build/bench-router-mpy
+    .venv/bin/micropython -X heapsize=1m bench/bench_router.py --alloc --mpy build/bench-router-mpy
 
 1. Heap: 8 service groups x 32 usable caches, every group with a full hash assignment,
    under ``micropython -X heapsize=64k``: heap in use after gc.collect() (router state with a
@@ -10,6 +11,11 @@
 2. Latency: Router.receive() of a valid HERE_I_AM -> encoded I_SEE_YOU, on the unix port
    (1 cache and 32 caches in the group), plus the UDP round trip through the real firmware
    (app + sockets) measured from CPython.
+3. Allocation (MicroPython only, gc.mem_alloc() deltas with the collector disabled): bytes
+   allocated per steady-state Router.receive(HERE_I_AM) -> I_SEE_YOU (1 and 32 caches in the
+   view), per Router.tick() with nothing due, and per FpgaDataPlane.heartbeat(). The data plane
+   is the board's: wccp.fpga over wccp.transport.SpiTransport; the bench's SPI bus object
+   stands in for machine.SPI (a C method that allocates nothing) and answers zeros.
 """
 import sys
 
@@ -148,6 +154,72 @@ def latency():
               % (ncaches, n, samples[n // 2], samples[n * 99 // 100], sum(samples) // n, samples[0], len(out[0][3])))
 
 
+class _Bus:
+    """machine.SPI / machine.Pin stand-in for the allocation bench: the C methods of the ports
+    allocate nothing; MISO reads as zeros (no ARP captures, packet-out never busy)."""
+
+    def write_readinto(self, tx, rx):
+        pass
+
+    def write(self, tx):
+        pass
+
+    def value(self, v=None):
+        return 0
+
+
+def alloc():
+    import gc
+    _paths()
+    from wccp import codec
+    from wccp.fpga import FpgaDataPlane
+    from wccp.router import C_RID, Router
+    from wccp.storage import MemStorage
+    from wccp.transport import SpiTransport
+    bus = _Bus()
+    for ncaches in (1, 32):
+        dp = FpgaDataPlane(SpiTransport(bus, bus), check_id=False)
+        r = Router(_cfg(1, ncaches), dp, 0, storage=MemStorage(), seed=1)
+        _populate(r, codec, 1, ncaches)
+        g = r.groups[0]
+        a = g.order[0]
+        ip = codec.int2ip(a)
+        now = 1000
+        r.receive(_hia(codec, a, g.caches[a][C_RID], 0), ip, 2048, "192.168.0.1", now)  # template built
+        n = 64
+        # each HIA echoes the Receive ID of the previous I_SEE_YOU (the group counter + 1 per answer)
+        rid = g.caches[a][C_RID]
+        pkts = [_hia(codec, a, (rid + i) & 0xFFFFFFFF or 1, 0) for i in range(n)]
+        for k in range(2):      # the first round reaches the steady state (reused buffers, dict sizes)
+            gc.collect()
+            gc.disable()
+            m0 = gc.mem_alloc()
+            for i in range(n // 2):
+                out = r.receive(pkts[k * n // 2 + i], ip, 2048, "192.168.0.1", now)
+            m1 = gc.mem_alloc()
+            gc.enable()
+            assert len(out) == 1 and r.counters["hia_valid"] >= n // 2 * (k + 1), r.drops
+        hia = (m1 - m0) // (n // 2)
+        assert g.caches[a][C_RID] == (rid + n) & 0xFFFFFFFF, "not the steady-state path"
+        r.tick(now)
+        gc.collect()
+        gc.disable()
+        m0 = gc.mem_alloc()
+        for i in range(32):
+            r.tick(now + i)
+        m1 = gc.mem_alloc()
+        gc.enable()
+        tick = (m1 - m0) // 32
+        gc.collect()
+        gc.disable()
+        m0 = gc.mem_alloc()
+        for i in range(32):
+            dp.heartbeat()
+        m1 = gc.mem_alloc()
+        gc.enable()
+        print("ALLOC caches=%d hia_isy=%d tick=%d heartbeat=%d" % (ncaches, hia, tick, (m1 - m0) // 32))
+
+
 def driver():
     import json
     import os
@@ -191,6 +263,17 @@ def driver():
             else:
                 err = ((res.stdout + res.stderr).strip().splitlines() or ["?"])[-1]
                 print("   -X heapsize=%d (bytecode + %d KiB): does NOT fit (%s)" % (size, budget // 1024, err))
+    # allocation per message / tick / heartbeat (goals: <= 256 B, <= 256 B, 0 B)
+    res = subprocess.run([mp, "-X", "heapsize=1m", me, "--alloc", "--mpy", str(mpy)], capture_output=True,
+                         text=True, timeout=600)
+    for ln in res.stdout.splitlines():
+        if ln.startswith("ALLOC"):
+            d = dict(kv.split("=") for kv in ln.split()[1:])
+            print("allocated, MicroPython unix, %2s cache(s) in view: HERE_I_AM -> I_SEE_YOU %s B (goal <= 256), "
+                  "tick() %s B (goal <= 256), heartbeat() %s B (goal 0)" % (d["caches"], d["hia_isy"], d["tick"],
+                                                                           d["heartbeat"]))
+    if res.returncode:
+        print("allocation run failed:\n" + res.stderr[-2000:])
     # precompiled modules and a board-sized heap (GC pauses scale with the heap in use)
     res = subprocess.run([mp, "-X", "heapsize=256k", me, "--latency", "--mpy", str(mpy)], capture_output=True,
                          text=True, timeout=600)
@@ -237,5 +320,7 @@ if __name__ == "__main__":
         heap(args[args.index("--dataplane") + 1] if "--dataplane" in args else "null")
     elif "--latency" in args:
         latency()
+    elif "--alloc" in args:
+        alloc()
     else:
         driver()
