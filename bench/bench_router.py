@@ -195,7 +195,7 @@ def alloc():
             gc.disable()
             m0 = gc.mem_alloc()
             for i in range(n // 2):
-                out = r.receive(pkts[k * n // 2 + i], ip, 2048, "192.168.0.1", now)
+                out = r.receive_view(pkts[k * n // 2 + i], ip, 2048, "192.168.0.1", now)
             m1 = gc.mem_alloc()
             gc.enable()
             assert len(out) == 1 and r.counters["hia_valid"] >= n // 2 * (k + 1), r.drops

@@ -220,7 +220,7 @@ class App:
             except Exception:  # noqa: BLE001
                 self.stats["udp_rx_errors"] += 1
                 continue
-            self.send(self.router.receive(data, src, sport, local, ticks_ms()))
+            self.send(self.router.receive_view(data, src, sport, local, ticks_ms()))
         return n
 
     async def reader(self, s, local):

@@ -334,6 +334,10 @@ class Router:
                 seed = 12345
         self._rng = (seed & 0x7FFFFFFF) or 1
         self.buf = bytearray(4096)
+        self.bufmv = memoryview(self.buf)
+        self.msg = {}            # decode() output, reused for every datagram (nothing keeps parts of it)
+        self.out1 = [None]       # receive_view()'s answer to a HERE_I_AM (reused)
+        self.why = ""
         self.groups = []
         self.by_key = {}
         for s in config["services"]:
@@ -423,6 +427,37 @@ class Router:
             return self.addresses[0]
         s = self.addr_strs.get(c[C_SENT_TO])
         return s if s is not None else codec.int2ip(c[C_SENT_TO])
+
+    def _view_ids(self, view):
+        """Router IDs a cache reports (its Web-Cache View), ours as our router ID, no
+        duplicates, at most max_routers."""
+        routers = []
+        for r in view:
+            rid = r["router_id"]
+            if rid in self.my_ids:
+                rid = self.router_id
+            if rid not in routers and len(routers) < self.max_routers:
+                routers.append(rid)
+        return routers
+
+    def _same_routers(self, view, t):
+        """_view_ids(view) == list(t), without building the list (steady state: equal)."""
+        i = 0
+        n = len(t)
+        for r in view:
+            rid = r["router_id"]
+            if rid in self.my_ids:
+                rid = self.router_id
+            if i < n and t[i] == rid:
+                i += 1
+                continue
+            j = 0
+            while j < i and t[j] != rid:
+                j += 1
+            if j < i or i >= self.max_routers:
+                continue            # a repeat, or beyond max_routers: not listed
+            return False
+        return i == n
 
     def _rtuple(self, routers):
         """Shared tuple of router IDs (most caches report the same list)."""
@@ -550,7 +585,14 @@ class Router:
 
     # ---------------------------------------------------------------- entry points
     def receive(self, data, src_ip, src_port, dst_ip, now_ms):
-        """Handle one datagram received on UDP 2048. Never raises."""
+        """Handle one datagram received on UDP 2048. Never raises. Payloads are bytes."""
+        return [(d[0], d[1], d[2], bytes(d[3])) if isinstance(d[3], memoryview) else d
+                for d in self.receive_view(data, src_ip, src_port, dst_ip, now_ms)]
+
+    def receive_view(self, data, src_ip, src_port, dst_ip, now_ms):
+        """receive(), but a payload may be a memoryview of the router's send buffer, valid
+        until the next call into the router (the app sends it at once): the steady-state
+        I_SEE_YOU is answered without copying it."""
         self.now = now_ms
         try:
             return self._receive(data, src_ip, src_port, dst_ip, now_ms)
@@ -619,7 +661,7 @@ class Router:
         if self.senders is not None and not self.senders.match(src):
             return self._drop(None, "cache_not_allowed")
         try:
-            msg = codec.decode(data)
+            msg = codec.decode(data, self.msg)
         except codec.WccpError as e:
             self.last_malformed = e.reason
             return self._drop(None, "malformed")
@@ -650,7 +692,7 @@ class Router:
                 return self._drop(g, "service_not_permitted")
         if t == HERE_I_AM:
             self._count(g, "hia_rx")
-            return self._hia(g, msg, src, src_port, dst, now)
+            return self._hia(g, msg, src, src_ip, src_port, dst, now)
         self._count(g, "ra_rx")
         return self._ra(g, msg, src, now)
 
@@ -674,7 +716,8 @@ class Router:
         return True
 
     def _caps(self, g, msg, addr):
-        """(fwd, assign, ret, reason) from the HIA's Capabilities (absent: GRE/hash/GRE)."""
+        """The HIA's Capabilities (absent: GRE/hash/GRE) as forwarding | assignment << 4 |
+        return << 8, or -1 when the group cannot accept them (the reason in self.why)."""
         fwd = asg = ret = 1
         for e in msg.get("capabilities", ()):
             t = e["type"]
@@ -682,7 +725,7 @@ class Router:
                 continue
             v = e["value"]
             if not isinstance(v, int) or not _single_bit(v):
-                return fwd, asg, ret, "capability %d value not a single known method" % t
+                return self._refuse("capability %d value not a single known method" % t)
             if t == 1:
                 fwd = v
             elif t == 2:
@@ -690,18 +733,22 @@ class Router:
             else:
                 ret = v
         if not fwd & g.fwd_mask:
-            return fwd, asg, ret, "forwarding method %s not supported" % METHOD_NAMES[fwd]
+            return self._refuse("forwarding method %s not supported" % METHOD_NAMES[fwd])
         if not ret & g.ret_mask:
-            return fwd, asg, ret, "return method %s not supported" % METHOD_NAMES[ret]
+            return self._refuse("return method %s not supported" % METHOD_NAMES[ret])
         if not asg & g.assign_mask:
-            return fwd, asg, ret, "assignment method %s not supported" % ASSIGN_NAMES[asg]
+            return self._refuse("assignment method %s not supported" % ASSIGN_NAMES[asg])
         if (fwd == 2 or ret == 2) and addr not in g.l2:
-            return fwd, asg, ret, "L2 requested by a cache not configured as L2-adjacent"
+            return self._refuse("L2 requested by a cache not configured as L2-adjacent")
         if g.locked_assign and asg != g.locked_assign:
-            return fwd, asg, ret, "group uses %s assignment" % ASSIGN_NAMES[g.locked_assign]
-        return fwd, asg, ret, None
+            return self._refuse("group uses %s assignment" % ASSIGN_NAMES[g.locked_assign])
+        return fwd | (asg << 4) | (ret << 8)
 
-    def _hia(self, g, msg, src, src_port, dst, now):
+    def _refuse(self, why):
+        self.why = why
+        return -1
+
+    def _hia(self, g, msg, src, src_ip, src_port, dst, now):
         ident = msg["web_cache_identity"]
         addr = ident["address"]
         if addr == 0 or addr == 0xFFFFFFFF or (addr >> 28) == 0xE or addr in self.my_ids:
@@ -748,14 +795,6 @@ class Router:
         _setbit(c, B_MCAST, g.mcast is not None and dst == g.mcast)
         c[C_LAST_HIA] = now
         c[C_HIAS] += 1
-        # the cache's view of us
-        routers = []
-        for r in msg["web_cache_view"]["routers"]:
-            rid = r["router_id"]
-            if rid in self.my_ids:
-                rid = self.router_id
-            if rid not in routers and len(routers) < self.max_routers:
-                routers.append(rid)
         valid = seen is not None and c[C_RID] != 0 and seen == c[C_RID]
         if valid:
             c[C_BITS] |= B_ECHOED
@@ -768,7 +807,10 @@ class Router:
             if ident["data_type"] == "mask" and ident.get("mask_value_sets"):
                 m = ident["mask_value_sets"][0]["masks"]
                 masks = (m["src_addr"], m["dst_addr"], m["src_port"], m["dst_port"])
-            rt = self._rtuple(routers)
+            rt = c[C_ROUTERS]
+            view = msg["web_cache_view"]["routers"]
+            if not self._same_routers(view, rt):
+                rt = self._rtuple(self._view_ids(view))
             if w != c[C_WEIGHT] or st != c[C_STATUS] or fl != _idflags(c) or masks != c[C_MASKS] or \
                     rt is not c[C_ROUTERS]:
                 c[C_WEIGHT] = w
@@ -794,14 +836,17 @@ class Router:
             c[C_REASON] = "SHUTDOWN with stale receive ID"
         elif valid:
             self._count(g, "hia_valid")
-            fwd, asg, ret, why = self._caps(g, msg, addr)
-            if why is not None:
+            caps = self._caps(g, msg, addr)
+            if caps < 0:
                 self._count(g, "capability_mismatch")
-                c[C_REASON] = "capability mismatch: " + why
+                c[C_REASON] = "capability mismatch: " + self.why
                 if c[C_BITS] & B_USABLE:
                     self._count(g, "removals_capability")
                     self._unuse(g, c, now)
             else:
+                fwd = caps & 15
+                asg = (caps >> 4) & 15
+                ret = caps >> 8
                 moved = (c[C_BITS] & B_USABLE) and (fwd != _fwd(c) or ret != _ret(c))
                 c[C_BITS] = (c[C_BITS] & ~_CAPS_MASK) | (fwd << 3) | (ret << 5) | (asg << 7)
                 c[C_LAST_VALID] = now
@@ -820,7 +865,10 @@ class Router:
                 c[C_REASON] = "first contact" if c[C_RID] == 0 else "stale receive ID"
         if c[C_BITS] & B_MCAST:
             return []   # answered by the scheduled multicast I_SEE_YOU
-        return [self._isy_unicast(g, c)]
+        # the answer goes where this HIA came from (C_REPLY was just set from it)
+        out = self.out1
+        out[0] = self._isy_unicast(g, c, False, src_ip, src_port)
+        return out
 
     def _add_cache(self, g, addr, now):
         c = _new_cache(addr, now)
@@ -989,14 +1037,23 @@ class Router:
         return out
 
     def _caps_adv(self, g, caches):
-        fwd = g.fwd_mask
-        ret = g.ret_mask
+        """Capabilities to advertise to these caches (_caps_word)."""
+        l2 = True
         for c in caches:
             if c[C_ADDR] not in g.l2:
-                fwd &= ~2
-                ret &= ~2
-        asg = g.locked_assign or g.assign_mask
-        return fwd, asg, ret
+                l2 = False
+        return self._caps_word(g, l2)
+
+    def _caps_word(self, g, l2):
+        """The group's capabilities as forwarding | assignment << 4 | return << 8 (one int:
+        compared with the template's without allocating); L2 only if l2 (every cache
+        addressed is L2-adjacent)."""
+        fwd = g.fwd_mask
+        ret = g.ret_mask
+        if not l2:
+            fwd &= ~2
+            ret &= ~2
+        return fwd | ((g.locked_assign or g.assign_mask) << 4) | (ret << 8)
 
     def _isy(self, g, caches, sent_to, service, shutdown_ack=None, caps=None, rid=None):
         if caps is None:
@@ -1014,8 +1071,8 @@ class Router:
                                "assignment_key": {"address": g.key_addr, "change_number": g.key_cn},
                                "routers": self._view_routers(g),
                                "web_caches": self._view_elements(g)},
-               "capabilities": [{"type": 1, "value": caps[0]}, {"type": 2, "value": caps[1]},
-                                {"type": 3, "value": caps[2]}]}
+               "capabilities": [{"type": 1, "value": caps & 15}, {"type": 2, "value": (caps >> 4) & 15},
+                                {"type": 3, "value": caps >> 8}]}
         a = g.assignment
         if a is not None and a["type"] == "mask":
             msg["assignment_map"] = {"mask_value_sets": a["sets"]}
@@ -1024,9 +1081,11 @@ class Router:
         self._count(g, "isy_tx")
         return self._encode(msg, g)
 
-    def _isy_unicast(self, g, c, shutdown_ack=False):
+    def _isy_unicast(self, g, c, shutdown_ack=False, to_ip=None, to_port=0):
+        """(ip, port, our ip, payload) of an I_SEE_YOU to cache c, sent to (to_ip, to_port)
+        if given, else to where its HIAs come from."""
         svc = c[C_SERVICE] or (g.std_info if g.stype == 0 else g.definition)
-        caps = self._caps_adv(g, (c,))
+        caps = self._caps_word(g, c[C_ADDR] in g.l2)
         t = g.template
         if shutdown_ack:
             payload = self._isy(g, [c], c[C_SENT_TO], svc, c[C_ADDR], caps)
@@ -1035,7 +1094,7 @@ class Router:
             buf = self.buf
             tb = t[2]
             n = len(tb)
-            buf[:n] = tb
+            self.bufmv[:n] = tb
             o = t[3]
             rid = self._next_rid(g)
             c[C_RID_PREV] = c[C_RID]
@@ -1045,13 +1104,15 @@ class Router:
             if g.password:
                 codec.sign_md5(buf, n, g.password)
             self._count(g, "isy_tx")
-            payload = bytes(buf[:n])
+            payload = self.bufmv[:n]
         else:
             payload = self._isy(g, [c], c[C_SENT_TO], svc, None, caps)
             o = _find_component(payload, 2)
             if o > 0 and len(payload) <= len(self.buf):
                 g.template = (svc, caps, payload, o)
-        return self._reply(c) + (self._local_ip(c), payload)
+        if to_ip is None:
+            return self._reply(c) + (self._local_ip(c), payload)
+        return (to_ip, to_port, self._local_ip(c), payload)
 
     # ---------------------------------------------------------------- REDIRECT_ASSIGN
     def _ra(self, g, msg, src, now):
