@@ -177,10 +177,10 @@ def alloc():
     from wccp.storage import MemStorage
     from wccp.transport import SpiTransport
     bus = _Bus()
-    for ncaches in (1, 32):
+    for ngroups, ncaches in ((1, 1), (1, 32), (8, 32)):
         dp = FpgaDataPlane(SpiTransport(bus, bus), check_id=False)
-        r = Router(_cfg(1, ncaches), dp, 0, storage=MemStorage(), seed=1)
-        _populate(r, codec, 1, ncaches)
+        r = Router(_cfg(ngroups, ncaches), dp, 0, storage=MemStorage(), seed=1)
+        _populate(r, codec, ngroups, ncaches)
         g = r.groups[0]
         a = g.order[0]
         ip = codec.int2ip(a)
@@ -217,7 +217,8 @@ def alloc():
             dp.heartbeat()
         m1 = gc.mem_alloc()
         gc.enable()
-        print("ALLOC caches=%d hia_isy=%d tick=%d heartbeat=%d" % (ncaches, hia, tick, (m1 - m0) // 32))
+        print("ALLOC groups=%d caches=%d hia_isy=%d tick=%d heartbeat=%d" % (ngroups, ncaches, hia, tick,
+                                                                          (m1 - m0) // 32))
 
 
 def driver():
@@ -269,9 +270,9 @@ def driver():
     for ln in res.stdout.splitlines():
         if ln.startswith("ALLOC"):
             d = dict(kv.split("=") for kv in ln.split()[1:])
-            print("allocated, MicroPython unix, %2s cache(s) in view: HERE_I_AM -> I_SEE_YOU %s B (goal <= 256), "
-                  "tick() %s B (goal <= 256), heartbeat() %s B (goal 0)" % (d["caches"], d["hia_isy"], d["tick"],
-                                                                           d["heartbeat"]))
+            print("allocated, MicroPython unix, %s group(s) x %2s cache(s): HERE_I_AM -> I_SEE_YOU %s B (goal <= 256), "
+                  "tick() %s B (goal <= 256), heartbeat() %s B (goal 0)" % (d["groups"], d["caches"], d["hia_isy"],
+                                                                           d["tick"], d["heartbeat"]))
     if res.returncode:
         print("allocation run failed:\n" + res.stderr[-2000:])
     # precompiled modules and a board-sized heap (GC pauses scale with the heap in use)

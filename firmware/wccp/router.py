@@ -336,6 +336,7 @@ class Router:
         self.buf = bytearray(4096)
         self.bufmv = memoryview(self.buf)
         self.msg = {}            # decode() output, reused for every datagram (nothing keeps parts of it)
+        self.targets = None      # usable caches' addresses in groups with a slot (_discover)
         self.out1 = [None]       # receive_view()'s answer to a HERE_I_AM (reused)
         self.why = ""
         self.groups = []
@@ -484,6 +485,7 @@ class Router:
         defined = [e[2] for e in defined]
         # learnt cache locations are kept per (slot, index): carry them to a group's new slot
         locs = self._locations(defined)
+        self.targets = None
         for g in self.groups:
             g.slot = -1
         try:
@@ -511,6 +513,7 @@ class Router:
             self._count(None, "dataplane_commits")
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
+        self.targets = None
 
     def _locations(self, groups):
         """[(group, its current slot, [(index, (mac, port)), ...])] for groups with a slot."""
@@ -638,11 +641,15 @@ class Router:
         return d if p is None else max(1, min(d, p))
 
     def _discover(self):
-        """Active discovery (wccp.discovery) of the usable caches in the data plane. Never raises."""
-        targets = set()
-        for g in self.groups:
-            if g.slot >= 0:
-                targets.update(g.order)
+        """Active discovery (wccp.discovery) of the usable caches in the data plane. Never raises.
+        The set of their addresses is kept until membership or slots change."""
+        targets = self.targets
+        if targets is None:
+            targets = set()
+            for g in self.groups:
+                if g.slot >= 0:
+                    targets.update(g.order)
+            self.targets = targets
         try:
             self.discovery.run(self.now, targets)
         except Exception as e:  # noqa: BLE001
@@ -918,6 +925,7 @@ class Router:
             self._apply(g)
 
     def _membership_changed(self, g, now):
+        self.targets = None
         g.mcn = (g.mcn + 1) & 0xFFFFFFFF or 1
         g.change_ms = now
         self._dirty(g)
@@ -1272,18 +1280,8 @@ class Router:
     # ---------------------------------------------------------------- timers
     def _tick_group(self, g, now, out):
         T = self.T
-        for c in list(g.caches.values()):
-            if c[C_BITS] & B_USABLE:
-                quiet = now - c[C_LAST_VALID]
-                if quiet >= 3 * T:
-                    self._count(g, "removals_timeout")
-                    self._remove(g, c, now)
-                elif quiet * 2 >= 5 * T and not c[C_BITS] & B_QUERY:
-                    c[C_BITS] |= B_QUERY
-                    out.append(self._removal_query(g, c))
-            elif now - c[C_LAST_HIA] >= 3 * T:
-                self._count(g, "pending_expired")
-                self._remove(g, c, now)
+        if self._tick_due(g, now):
+            self._expire(g, now, out)
         if g.change_ms is not None and now - g.change_ms >= 5 * T:
             g.change_ms = None
             if g.assignment is not None:
@@ -1296,6 +1294,36 @@ class Router:
             mc = [c for c in g.caches.values() if c[C_BITS] & B_MCAST]
             if mc:
                 out.append(self._isy_multicast(g, mc))
+
+    def _tick_due(self, g, now):
+        """Whether a cache of g is due for a REMOVAL_QUERY or removal (scanned in place: the
+        usual tick finds nothing and allocates nothing: keys, not a values() view)."""
+        T = self.T
+        caches = g.caches
+        for a in caches:
+            c = caches[a]
+            if c[C_BITS] & B_USABLE:
+                quiet = now - c[C_LAST_VALID]
+                if quiet >= 3 * T or (quiet * 2 >= 5 * T and not c[C_BITS] & B_QUERY):
+                    return True
+            elif now - c[C_LAST_HIA] >= 3 * T:
+                return True
+        return False
+
+    def _expire(self, g, now, out):
+        T = self.T
+        for c in list(g.caches.values()):
+            if c[C_BITS] & B_USABLE:
+                quiet = now - c[C_LAST_VALID]
+                if quiet >= 3 * T:
+                    self._count(g, "removals_timeout")
+                    self._remove(g, c, now)
+                elif quiet * 2 >= 5 * T and not c[C_BITS] & B_QUERY:
+                    c[C_BITS] |= B_QUERY
+                    out.append(self._removal_query(g, c))
+            elif now - c[C_LAST_HIA] >= 3 * T:
+                self._count(g, "pending_expired")
+                self._remove(g, c, now)
 
     def _isy_multicast(self, g, caches):
         svc = g.std_info if g.stype == 0 else (g.definition or caches[0][C_SERVICE])
