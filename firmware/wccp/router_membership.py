@@ -281,12 +281,7 @@ class Membership:
             del g.caches[c[C_ADDR]]
             self.total -= 1
         if was:
-            c[C_BITS] &= ~B_USABLE
-            if c[C_ADDR] in g.order:
-                g.order.remove(c[C_ADDR])
-            self._purge(g, c[C_ADDR])
-            self._membership_changed(g, now)
-            self._after_leave(g)
+            self._unuse(g, c, now)
 
     def _after_leave(self, g):
         if g.order:
