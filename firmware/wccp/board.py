@@ -286,9 +286,11 @@ def apply_limits(raw, defn):
     blim = (defn or {}).get("limits") or {}
     out = []
     svcs = raw.get("services")
-    if isinstance(svcs, list) and len(svcs) > groups:
-        out.append("services: %d groups configured, board %s holds at most %d (its RAM; docs/performance.md)"
-                   % (len(svcs), defn.get("name"), groups))
+    st = raw.get("static")
+    n = (len(svcs) if isinstance(svcs, list) else 0) + (len(st) if isinstance(st, list) else 0)
+    if n > groups:
+        out.append("services + static: %d groups configured, board %s holds at most %d (its RAM; "
+                   "docs/performance.md)" % (n, defn.get("name"), groups))
     lim = raw.get("limits")
     if lim is None:
         lim = raw["limits"] = {}

@@ -62,7 +62,6 @@ from wccp import codec
 from wccp import policy as _policy
 from wccp.admission import Admission, Prefixes
 from wccp.discovery import Discovery
-from wccp.hba import StaticGroups
 from wccp.router_assign import Assignment
 from wccp.router_base import (  # noqa: F401 - re-exported: the router's API and record layout
     B_ECHOED, B_MCAST, B_QUERY, B_USABLE, C_ADDR, C_BITS, C_HIAS, C_JOINED, C_LAST_HIA, C_LAST_VALID, C_MASKS,
@@ -74,6 +73,26 @@ from wccp.router_membership import Membership
 from wccp.router_status import Status
 from wccp.router_view import View
 from wccp.storage import MemStorage, next_boot
+
+
+class _NoStatic:
+    """StaticGroups without groups: every slot is WCCP's, nothing to program, check or discover."""
+    first_slot = MAX_GROUPS
+
+    def program(self):
+        pass
+
+    def targets(self):
+        return ()
+
+    def tick(self, now=None):
+        return False
+
+    def status(self):
+        return []
+
+
+_NO_STATIC = _NoStatic()
 
 
 class Router(Membership, Assignment, View, Status):
@@ -147,7 +166,11 @@ class Router(Membership, Assignment, View, Status):
             self._dp_error(None, e)
         self.discovery = Discovery(self.dp, _mac_bytes(config["mac"]), getattr(self.dp, "num_ports", 2))
         st = config.get("static", [])
-        self.static = StaticGroups(st, dataplane, MAX_GROUPS - len(st), probe=probe)
+        if st:
+            from wccp.hba import StaticGroups
+            self.static = StaticGroups(st, dataplane, MAX_GROUPS - len(st), probe=probe)
+        else:
+            self.static = _NO_STATIC    # wccp.hba is imported only for static groups (heap on boards)
         self._reprogram_slots()
         arm = getattr(self.dp, "arm", None)   # fail-open watchdog: armed once, fed by tick()
         if arm is not None:

@@ -223,6 +223,8 @@ def test_board_bounds_the_receive_buffer():
     assert board.apply_limits(raw, d) == []
     assert raw["limits"] == {"max_caches": 8, "max_routers": 8, "max_mask_values": 128}
     assert max_message(raw["limits"]) < 2560 < max_message({"max_routers": 32, "max_mask_values": 256})
+    probs = board.apply_limits({"services": [{"id": 0}, {"id": 51, "type": "dynamic"}], "static": [{}]}, d)
+    assert any("3 groups" in p and "at most 2" in p for p in probs), probs     # static groups count
     raw = {"services": [], "limits": {"max_routers": 4, "max_mask_values": 200}}
     probs = board.apply_limits(raw, d)
     assert probs == ["limits.max_mask_values: 200, board small holds at most 128"], probs
