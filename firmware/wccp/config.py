@@ -320,10 +320,13 @@ def load(source=None):
 
 
 def _static(groups, nwccp):
-    """The static (RFC 3074 HBA, no WCCP) groups: wccp.hba validates them."""
-    from wccp import hba
+    """The static (RFC 3074 HBA, no WCCP) groups: wccp.hba validates them (imported only when
+    there are some: a board without static groups keeps its code off the heap)."""
     if not isinstance(groups, list):
         raise ConfigError("static", "must be a list of static groups")
+    if not groups:
+        return []
+    from wccp import hba
     if nwccp + len(groups) > MAX_GROUPS:
         raise ConfigError("static", "%d service + %d static groups, the data plane has %d slots"
                           % (nwccp, len(groups), MAX_GROUPS))

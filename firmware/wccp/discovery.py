@@ -45,6 +45,12 @@ def _tdiff(a, b):
     return a - b
 
 
+def _prune(d, keep):
+    """Delete d's keys not in keep."""
+    for a in [a for a in d if a not in keep]:
+        del d[a]
+
+
 class Discovery:
     def __init__(self, dp, mac, num_ports=2):
         self.dp = dp
@@ -61,6 +67,7 @@ class Discovery:
         self.seen = 0       # ARP captures consumed
         self.due = None     # ms at which replies to the last probes are worth reading
         self.enabled = True
+        self.pruned = None  # the targets where and probes were last pruned to
         self.counters = {"probes": 0, "replies": 0, "learnt": 0, "moved": 0, "unsolicited": 0, "errors": 0}
 
     def location(self, address):
@@ -83,9 +90,12 @@ class Discovery:
             self._probe(now, targets)
         except NotImplementedError:
             self.enabled = False        # a data plane without packet out / ARP capture
-        for d in (self.where, self.probes):
-            for a in [a for a in d if a not in targets]:
-                del d[a]
+        if targets is not self.pruned:
+            # entries are only made for targets: pruned once per targets object (the router
+            # passes the same set until its caches change; it never mutates it)
+            _prune(self.where, targets)
+            _prune(self.probes, targets)
+            self.pruned = targets
 
     def _read(self, now, targets):
         if self.due is not None and _tdiff(now, self.due) >= 0:

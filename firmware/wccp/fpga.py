@@ -70,6 +70,7 @@ _PORT_TOTALS = (
     ("redirect_l2", R.CNT_REDIRECT_L2), ("redirect_gre", R.CNT_REDIRECT_GRE),
     ("gre_return_bad", R.CNT_GRE_RETURN_BAD), ("truncated", R.CNT_TRUNCATED),
 )
+_ONE = (1,)
 _PORTCNT_WORDS = R.CNT_TRUNCATED + 1      # offsets 0 .. the last port counter (register map)
 
 
@@ -424,7 +425,7 @@ class FpgaDataPlane(DataPlane):
         self._w(R.CONTROL, [0])
 
     def heartbeat(self, now=None):
-        self._w(R.HEARTBEAT, [1])
+        self._w(R.HEARTBEAT, _ONE)      # a constant: the heartbeat allocates nothing
 
     def redirect_enabled(self, now=None):
         return bool(self.t.read(R.STATUS, 1)[0] & R.STATUS_ACTIVE)

@@ -18,7 +18,10 @@ one transaction per chip-select low period; the address auto-increments per word
   CS-low period); the server answers with exactly N MISO bytes (full duplex, byte for
   byte, as the SPI wires would carry them).
 
-Long transfers are split into transactions of at most ``MAX_WORDS`` words.
+Long transfers are split into transactions of at most ``MAX_WORDS`` words. One-word writes
+and reads (the heartbeat, status polls, the ARP capture count) use transaction buffers the
+transport keeps: on ``SpiTransport`` a one-word write allocates nothing, a one-word read only
+the one-element list it returns.
 """
 import struct
 
@@ -74,17 +77,48 @@ def read_transaction(addr, n):
     return buf
 
 
+def _put_addr(buf, cmd, addr):
+    buf[0] = cmd
+    buf[1] = (addr >> 16) & 0xFF
+    buf[2] = (addr >> 8) & 0xFF
+    buf[3] = addr & 0xFF
+
+
 class SpiFramedTransport(RegisterTransport):
-    """Builds the SPI transactions; subclasses move the bytes (``_xfer(tx) -> rx``)."""
+    """Builds the SPI transactions; subclasses move the bytes: ``_xfer(tx) -> rx``, and
+    optionally ``_xfer_write(tx)`` (MISO not needed) and ``_xfer_into(tx, rx)`` (MISO into a
+    buffer of len(tx)) when they can do those without allocating."""
+
+    _w1 = None      # one-word write transaction (8 bytes), made on first use
+    _r1 = None      # one-word read transaction (9 bytes) and its MISO buffer
+    _r1rx = None
 
     def _xfer(self, tx):
         raise NotImplementedError
+
+    def _xfer_write(self, tx):
+        self._xfer(tx)
+
+    def _xfer_into(self, tx, rx):
+        got = self._xfer(tx)
+        if len(got) != len(rx):
+            raise TransportError("short SPI read")
+        rx[:] = got
 
     def _check(self, addr, n):
         if not isinstance(addr, int) or addr < 0 or addr + max(n, 1) - 1 > MAX_ADDR:
             raise ValueError("register address out of range: %r" % (addr,))
 
     def write(self, addr, words):
+        if len(words) == 1:
+            self._check(addr, 1)
+            tx = self._w1
+            if tx is None:
+                tx = self._w1 = bytearray(8)
+            _put_addr(tx, SPI_CMD_WRITE, addr)
+            struct.pack_into(">I", tx, 4, words[0] & 0xFFFFFFFF)
+            self._xfer_write(tx)
+            return
         words = list(words)
         self._check(addr, len(words))
         i = 0
@@ -95,6 +129,15 @@ class SpiFramedTransport(RegisterTransport):
 
     def read(self, addr, n):
         self._check(addr, n)
+        if n == 1:
+            tx = self._r1
+            if tx is None:
+                tx = self._r1 = bytearray(9)
+                self._r1rx = bytearray(9)
+            _put_addr(tx, SPI_CMD_READ, addr)
+            rx = self._r1rx
+            self._xfer_into(tx, rx)
+            return [(rx[5] << 24) | (rx[6] << 16) | (rx[7] << 8) | rx[8]]
         out = []
         i = 0
         while i < n:
@@ -118,12 +161,22 @@ class SpiTransport(SpiFramedTransport):
 
     def _xfer(self, tx):
         rx = bytearray(len(tx))
+        self._xfer_into(tx, rx)
+        return rx
+
+    def _xfer_into(self, tx, rx):
         self.cs.value(0)
         try:
             self.spi.write_readinto(tx, rx)
         finally:
             self.cs.value(1)
-        return rx
+
+    def _xfer_write(self, tx):
+        self.cs.value(0)
+        try:
+            self.spi.write(tx)
+        finally:
+            self.cs.value(1)
 
 
 def unix_sockaddr(path, af_unix=1):

@@ -268,9 +268,12 @@ def _validate_mcu(d, problems):
     lim = d.get("limits")          # what the board's RAM holds (docs/performance.md, per-board heap)
     if lim is not None:
         if not isinstance(lim, dict):
-            problems.append("limits: must be an object {max_groups, max_caches}")
+            problems.append("limits: must be an object {max_groups, max_caches, max_routers, max_mask_values}")
         else:
-            for k, hi in (("max_groups", 8), ("max_caches", 32)):
+            for k in lim:
+                if k not in ("max_groups", "max_caches", "max_routers", "max_mask_values"):
+                    problems.append("limits.%s: unknown" % k)
+            for k, hi in (("max_groups", 8), ("max_caches", 32), ("max_routers", 32), ("max_mask_values", 4096)):
                 v = lim.get(k)
                 if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi):
                     problems.append("limits.%s: %r must be 1..%d" % (k, v, hi))

@@ -214,6 +214,26 @@ def test_board_limits_enforced():
     assert board.limits(None) == (8, 32)
 
 
+def test_board_bounds_the_receive_buffer():
+    """A board's max_routers / max_mask_values bound the config (default and ceiling), so the
+    largest datagram, i.e. the block every recvfrom allocates, fits the board's heap."""
+    from wccp.router_base import max_message
+    d = {"name": "small", "limits": {"max_groups": 2, "max_caches": 8, "max_routers": 8, "max_mask_values": 128}}
+    raw = {"services": [{"id": 0, "type": "standard"}]}
+    assert board.apply_limits(raw, d) == []
+    assert raw["limits"] == {"max_caches": 8, "max_routers": 8, "max_mask_values": 128}
+    assert max_message(raw["limits"]) < 2560 < max_message({"max_routers": 32, "max_mask_values": 256})
+    probs = board.apply_limits({"services": [{"id": 0}, {"id": 51, "type": "dynamic"}], "static": [{}]}, d)
+    assert any("3 groups" in p and "at most 2" in p for p in probs), probs     # static groups count
+    raw = {"services": [], "limits": {"max_routers": 4, "max_mask_values": 200}}
+    probs = board.apply_limits(raw, d)
+    assert probs == ["limits.max_mask_values: 200, board small holds at most 128"], probs
+    assert raw["limits"]["max_routers"] == 4
+    raw = {"services": []}      # a board that does not bound them leaves the config's defaults
+    assert board.apply_limits(raw, {"name": "big", "limits": {"max_caches": 32}}) == []
+    assert raw["limits"] == {"max_caches": 32}
+
+
 def test_watchdog_clamped_to_the_port_range():
     made = []
 
