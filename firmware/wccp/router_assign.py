@@ -199,17 +199,17 @@ class Assignment:
             for i, g in enumerate(defined):
                 g.slot = i
                 d = g.definition
-                self.dp.set_group(i, {"service_type": d["service_type"], "service_id": d["service_id"],
-                                      "priority": d["priority"], "protocol": d["protocol"],
-                                      "service_flags": d["service_flags"], "ports": list(d["ports"]),
-                                      "hash_fn": g.cfg.get("hash", "wccp")})
                 try:
+                    self.dp.set_group(i, {"service_type": d["service_type"], "service_id": d["service_id"],
+                                          "priority": d["priority"], "protocol": d["protocol"],
+                                          "service_flags": d["service_flags"], "ports": list(d["ports"]),
+                                          "hash_fn": g.cfg.get("hash", "wccp")})
                     self._program_tables(g)
                 except ValueError as e:
-                    # the data plane refuses this group's tables (e.g. a policy it cannot hold):
-                    # it is not redirected, the other groups are
+                    # the data plane refuses this group's definition or tables (e.g. a hash or a
+                    # policy its FPGA image lacks): it is not redirected, the other groups are
                     self._dp_error(g, e)
-                    self.dp.clear_assignment(i)
+                    self.dp.clear_group(i)
             for i in range(len(defined), self.static.first_slot):
                 self.dp.clear_group(i)
             self.static.program()       # static (HBA) groups: the top slots

@@ -1023,3 +1023,22 @@ def test_reply_goes_to_the_hia_source_port_identity_from_its_own_address():
     assert cache_state(r, "127.0.0.2") == "usable"
     out = r.tick(25 * T // 10 + 1)                  # the REMOVAL_QUERY follows the latest source
     assert one(out)[:3] == ("127.0.0.2", 2048, R)
+
+
+class NoPearsonDP(FakeDP):
+    """A data plane whose FPGA image has no Pearson hash: it refuses such a group's definition
+    as a table it cannot hold (wccp.fpga does the same when CAPS lacks CAPS_PEARSON)."""
+
+    def set_group(self, slot, service):
+        if service.get("hash_fn") == "pearson":
+            raise ValueError("this FPGA image has no Pearson hash")
+        FakeDP.set_group(self, slot, service)
+
+
+def test_group_the_data_plane_cannot_define_leaves_the_others_programmed():
+    r, dp = make(services=[{"id": 0, "hash": "pearson"}, {"id": 90, "type": "dynamic"}], dp=NoPearsonDP())
+    join(r, "10.0.0.2", service=svc(90, **DYN))
+    assert dp.commits >= 1 and "no Pearson hash" in r.last_error
+    slots = [s for s, v in dp.live.items() if "service" in v]
+    assert [dp.live[s]["service"]["service_id"] for s in slots] == [90]       # the dynamic group only
+    assert group(r, 0).counters["dataplane_errors"] >= 1
