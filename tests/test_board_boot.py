@@ -297,7 +297,11 @@ def test_recovery_bad_config_rollback_watchdog_safe_mode(tmp_path):
 
         # 3. a watchdog timeout: the FPGA bus hangs, the firmware stops feeding, the board resets and
         # comes back (reset cause WDT), the FPGA is programmed again
-        assert st["board"]["watchdog_ms"] == 3000 and st["fpga"]["state"] == "up"
+        # (the old slot's first link attempt may have met the FPGA link still busy with the failed boot:
+        # the firmware retries every retry_ms, fail-open meanwhile)
+        st = _wait(lambda: (lambda s: s if s["fpga"]["state"] == "up" else None)(_status(router, http_port)),
+                   20, "the FPGA link up on the old slot")
+        assert st["board"]["watchdog_ms"] == 3000
         fpga.hang.set()
         _wait(lambda: vb.wdt_resets >= 1, 30, "the watchdog to reset the board")
         st = _wait(lambda: _status(router, http_port), 30, "/status after the watchdog reset")
