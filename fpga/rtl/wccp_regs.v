@@ -1,4 +1,5 @@
-// Register file: global/group configuration (shadow + live flip-flops), table write
+// Register file: global/group configuration (shadow: flip-flops for the globals, a block RAM
+// for the groups; live: flip-flops), table write
 // strobes for the banked RAMs, commit sequencing, fail-open watchdog and counters.
 // Register bus: reg_rd/reg_wr with a 24-bit word address. Every access is decoded in two
 // registered steps first (timing: block from the upper address bits, then the register):
@@ -64,8 +65,6 @@ module wccp_regs #(
     reg  [47:0]   s_mac;
     reg  [15:0]   s_mtu;
     reg  [95:0]   s_nh;
-    reg  [255:0]  s_ctrl, s_svc, s_flags;
-    reg  [1023:0] s_ports;
     reg  [31:0]   control, wdt_timeout, wdt_left, commits;
     reg  [6:0]    prescale;
     reg           wdt_armed;
@@ -95,14 +94,11 @@ module wccp_regs #(
         z_sc <= ({reg_addr[23:7], 7'd0} == `WCCP_SLOTCNT_BASE);
         z_uc <= ({reg_addr[23:8], 8'd0} == `WCCP_UNKCNT_BASE);
     end
-    // one-hot register offset (a[4:0]) and slot (a[7:5]) of the access, registered with it
+    // one-hot register offset (a[4:0]) of the access, registered with it
     reg  [31:0] a_oh;
-    reg  [7:0]  a_slot;
     integer ko;
-    always @(posedge clk) begin
+    always @(posedge clk)
         for (ko = 0; ko < 32; ko = ko + 1) a_oh[ko] <= (reg_addr[4:0] == ko[4:0]);
-        for (ko = 0; ko < 8; ko = ko + 1) a_slot[ko] <= (reg_addr[7:5] == ko[2:0]);
-    end
     // stage 2 decodes (registered below)
     wire        in_glob = z_glob;
     wire        in_group = z_grp;
@@ -175,28 +171,41 @@ module wccp_regs #(
     end
 
     // ---------------- commit ----------------
-    // The swap is decided two cycles ahead (commit_go, registered) and applied when
-    // commit_now is set: the engines stay held until then (hold clears with the swap), so the
-    // decision still holds. The live copy
-    // enables come from registered copies of the same strobe, one for the globals and one
-    // per slot (kept apart from yosys' merging by wccp_rst_buf's keep_hierarchy), so no
-    // single net steers the ~1 700 live configuration flip-flops.
-    reg          commit_go, commit_now;
-    wire [8:0]   cm;                   // [8] globals, [7:0] slots
+    // Once the engines are held and idle, the group copy runs (gc_cp, gc_a the RAM address;
+    // see "group configuration" below), gc_wait counts its pipeline out, then the swap is
+    // decided (commit_go, registered) and applied when commit_now is set: the engines stay
+    // held until then (hold clears with the swap). The globals' live enable is a registered
+    // copy of commit_go (cm).
+    reg          commit_go, commit_now, gc_cp, gc_done;
+    reg  [2:0]   gc_wait;
+    wire         cm;
     always @(posedge clk) begin
-        commit_go <= !rst && commit_req && hold && hold2 && !busy_r && !commit_go && !commit_now;
+        if (rst) begin
+            gc_cp <= 1'b0; gc_done <= 1'b0; gc_wait <= 3'd0; gc_a <= 6'd0;
+        end else begin
+            if (!gc_cp && !gc_done && commit_req && hold && hold2 && !busy_r && !commit_go && !commit_now) begin
+                gc_cp <= 1'b1;
+                gc_a <= 6'd0;
+            end
+            if (gc_cp) begin
+                gc_a <= gc_a + 6'd1;
+                if (gc_a == 6'd63) begin
+                    gc_cp <= 1'b0;
+                    gc_done <= 1'b1;
+                    gc_wait <= 3'd4;
+                end
+            end
+            if (gc_done && gc_wait != 3'd0) gc_wait <= gc_wait - 3'd1;
+            if (commit_go) gc_done <= 1'b0;
+        end
+        commit_go <= !rst && gc_done && gc_wait == 3'd1;
         commit_now <= commit_go;
     end
-    genvar gc;
-    generate
-        for (gc = 0; gc < 9; gc = gc + 1) begin : g_cm
-            wccp_rst_buf cmb (.clk(clk), .d(commit_go), .q(cm[gc]));
-        end
-    endgenerate
+    wccp_rst_buf cmb (.clk(clk), .d(commit_go), .q(cm));
     always @(posedge clk) begin
         if (rst) begin
             router_id <= 32'd0; appl_mac <= 48'd0; mtu <= 16'd1500; nh_mac <= 96'd0;
-        end else if (cm[8]) begin
+        end else if (cm) begin
             router_id <= s_router_id; appl_mac <= s_mac; mtu <= s_mtu; nh_mac <= s_nh;
         end
     end
@@ -340,51 +349,63 @@ module wccp_regs #(
                      ({32{r_sel2[`WCCP_BUILD_ID]}} & BUILD_ID);
     end
 
-    // shadow group configuration: the write is decoded to one strobe per (slot, register)
-    // and the data copied per slot, both registered, then applied (timing: wide fan-out).
-    // A slot's data copy loads only for writes to that slot, so yosys keeps the copies.
-    reg [55:0]  gw_hit;                // slot * 7 + register
-    reg [255:0] gw_d;
-    integer gk, gr;
+    // ---------------- group configuration ----------------
+    // The shadow copy is a 64 x 32 block RAM (address slot*8 + register, registers 0..6),
+    // written from the bus, with a valid bit per word (cleared by reset: a word never written
+    // since reads as 0, as a reset register would). A commit copies it into the live
+    // flip-flops a word a cycle while the engines are held (gc_cp: 64 reads, the last write
+    // three cycles after the last read), then swaps the globals and the table banks
+    // (commit_go). The engines see the live copy only when hold is clear: wholly old before
+    // the swap, wholly new after it.
+    (* ram_style = "block" *)
+    reg  [31:0] gmem [0:63];
+    reg  [63:0] gvalid;                  // per RAM word: written since reset
+    wire        g_wr = p_wr && in_group && a[4:3] == 2'd0 && a[2:0] != 3'd7;
+    always @(posedge clk)
+        if (g_wr) gmem[{a[7:5], a[2:0]}] <= p_wd;
+    integer gk;
+    always @(posedge clk)
+        for (gk = 0; gk < 64; gk = gk + 1)
+            if (rst) gvalid[gk] <= 1'b0;
+            else if (g_wr && {a[7:5], a[2:0]} == gk[5:0]) gvalid[gk] <= 1'b1;
+    // the copy: read address gc_a (registered RAM read), then the word, its valid bit and its
+    // (slot, register) strobe registered per slot (timing: the data fans out to 1 792
+    // flip-flops), then applied
+    reg  [5:0]  gc_a, gc_a1;
+    reg         gc_v1;
+    reg  [31:0] gc_q;
+    reg  [55:0] gc_hit;
+    reg  [255:0] gc_d;
+    integer gj, gi;
     always @(posedge clk) begin
-        for (gk = 0; gk < 8; gk = gk + 1) begin
-            for (gr = 0; gr < 7; gr = gr + 1)
-                gw_hit[gk * 7 + gr] <= !rst && p_wr && in_group && a_slot[gk] && a_oh[gr];
-            if (p_wr && in_group && a_slot[gk]) gw_d[gk * 32 +: 32] <= p_wd;
+        gc_q <= gmem[gc_a];
+        gc_a1 <= gc_a;
+        gc_v1 <= gc_cp && !rst;
+        for (gj = 0; gj < 8; gj = gj + 1) begin
+            for (gi = 0; gi < 7; gi = gi + 1)
+                gc_hit[gj * 7 + gi] <= gc_v1 && gc_a1 == {gj[2:0], gi[2:0]} && !rst;
+            if (gc_a1[5:3] == gj[2:0])
+                gc_d[gj * 32 +: 32] <= gvalid[gc_a1] ? gc_q : 32'd0;
         end
     end
     genvar gs;
     generate
         for (gs = 0; gs < 8; gs = gs + 1) begin : g_slot_regs
-            wire [31:0] d = gw_d[gs * 32 +: 32];
-            always @(posedge clk) begin
-                if (rst) begin
-                    s_ctrl[gs*32 +: 32] <= 32'd0;
-                    s_svc[gs*32 +: 32] <= 32'd0;
-                    s_flags[gs*32 +: 32] <= 32'd0;
-                    s_ports[gs*128 +: 128] <= 128'd0;
-                end else begin
-                    if (gw_hit[gs * 7 + 0]) s_ctrl[gs*32 +: 32] <= d;
-                    if (gw_hit[gs * 7 + 1]) s_svc[gs*32 +: 32] <= d;
-                    if (gw_hit[gs * 7 + 2]) s_flags[gs*32 +: 32] <= d;
-                    if (gw_hit[gs * 7 + 3]) s_ports[gs*128 + 96 +: 32] <= d;
-                    if (gw_hit[gs * 7 + 4]) s_ports[gs*128 + 64 +: 32] <= d;
-                    if (gw_hit[gs * 7 + 5]) s_ports[gs*128 + 32 +: 32] <= d;
-                    if (gw_hit[gs * 7 + 6]) s_ports[gs*128 +: 32] <= d;
-                end
-            end
-            // live copy of this slot, on its own commit strobe
+            wire [31:0] d = gc_d[gs * 32 +: 32];
             always @(posedge clk) begin
                 if (rst) begin
                     grp_ctrl[gs*32 +: 32] <= 32'd0;
                     grp_svc[gs*32 +: 32] <= 32'd0;
                     grp_flags[gs*32 +: 32] <= 32'd0;
                     grp_ports[gs*128 +: 128] <= 128'd0;
-                end else if (cm[gs]) begin
-                    grp_ctrl[gs*32 +: 32] <= s_ctrl[gs*32 +: 32];
-                    grp_svc[gs*32 +: 32] <= s_svc[gs*32 +: 32];
-                    grp_flags[gs*32 +: 32] <= s_flags[gs*32 +: 32];
-                    grp_ports[gs*128 +: 128] <= s_ports[gs*128 +: 128];
+                end else begin
+                    if (gc_hit[gs * 7 + 0]) grp_ctrl[gs*32 +: 32] <= d;
+                    if (gc_hit[gs * 7 + 1]) grp_svc[gs*32 +: 32] <= d;
+                    if (gc_hit[gs * 7 + 2]) grp_flags[gs*32 +: 32] <= d;
+                    if (gc_hit[gs * 7 + 3]) grp_ports[gs*128 + 96 +: 32] <= d;
+                    if (gc_hit[gs * 7 + 4]) grp_ports[gs*128 + 64 +: 32] <= d;
+                    if (gc_hit[gs * 7 + 5]) grp_ports[gs*128 + 32 +: 32] <= d;
+                    if (gc_hit[gs * 7 + 6]) grp_ports[gs*128 +: 32] <= d;
                 end
             end
         end

@@ -1,5 +1,7 @@
 """wccp_regs: identification/read-back, shadow writes + atomic commit (hold until the engines
-are idle, every live output switches in one cycle, COMMIT_BUSY until the bank copy is done),
+are idle, the group RAM copied into the live flip-flops while they are held, the live
+configuration wholly old or wholly new whenever hold is clear, COMMIT_BUSY until the bank copy
+is done),
 table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
 import os
 import random
@@ -59,9 +61,10 @@ class TB:
                 if not (prev_hold and not int(d.engines_busy.value)):
                     self.snap_errors.append((self.cycle, "switch without hold/idle handshake"))
             prev_hold = int(d.hold.value)
-            # atomicity: the live configuration is always wholly old or wholly new, and it
-            # changes exactly when `live` flips
-            if self.old is not None:
+            # atomicity: whenever the engines may run (hold clear) the live configuration is
+            # wholly old or wholly new, and it is new exactly when `live` has flipped (while
+            # held it is copied over a word a cycle)
+            if self.old is not None and not int(d.hold.value):
                 if lv == self.old[0] and st != self.old[1]:
                     self.snap_errors.append((self.cycle, "mix/early"))
                 if lv != self.old[0] and st != self.new:
@@ -212,17 +215,22 @@ async def test_shadow_commit_atomic(dut):
     assert await tb.rd(R.COMMIT) == 0
     await Timer(1, "ns")
     d.engines_busy.value = 0
-    # busy registered, the commit decided (registered), then applied (one cycle later than
-    # a combinational decision would be, for timing)
+    # busy registered, the group RAM copied (64 words, a word a cycle, while held), the
+    # commit decided (registered), then applied
     for _ in range(3):
         await RisingEdge(d.clk)
     await ReadOnly()
-    assert int(d.live.value) == live0 and tb.live_state() == base
-    for _ in range(2):
+    assert int(d.live.value) == live0 and tb.live_state() == base and int(d.hold.value) == 1
+    n = 3
+    while int(d.live.value) == live0:
         await RisingEdge(d.clk)
-    await ReadOnly()
-    assert int(d.live.value) == 1 - live0 and tb.live_state() == tb.new
+        await ReadOnly()
+        n += 1
+        assert n < 80, "no swap %d cycles after the engines went idle" % n
+    assert n >= 64, n                      # not before the whole group RAM was read
+    assert tb.live_state() == tb.new
     assert int(d.hold.value) == 0
+    await Timer(1, "ns")                   # (the monitor has seen this edge too)
     assert len(tb.copy_starts) == 1 and len(tb.live_flips) == 1
     # COMMIT_BUSY until the bank copy has finished
     assert (await tb.rd(R.STATUS)) & R.STATUS_COMMIT_BUSY
@@ -233,11 +241,43 @@ async def test_shadow_commit_atomic(dut):
     # a second commit with no engine activity: one more flip, same contents, count 2
     tb.old = (1 - live0, tb.new)
     await tb.write(R.COMMIT, 1)
-    for _ in range(40):
+    for _ in range(110):
         await RisingEdge(d.clk)
     assert await tb.rd(R.COMMIT) == 2
     assert len(tb.copy_starts) == 2 and len(tb.live_flips) == 2
     assert tb.snap_errors == [], tb.snap_errors[:5]
+
+
+@cocotb_test
+async def test_reset_forgets_group_shadow(dut):
+    """The group shadow is a block RAM, which a reset does not clear: a word not written since
+    the reset still commits as 0, as a reset register would."""
+    tb = TB(dut)
+    await tb.reset()
+    d = dut
+
+    async def commit():
+        n = int(d.live.value)
+        await tb.write(R.COMMIT, 1)
+        for _ in range(200):
+            await RisingEdge(d.clk)
+            if int(d.live.value) != n and not int(d.copy_busy.value):
+                break
+        await ReadOnly()
+        assert int(d.live.value) != n
+
+    for slot in (2, 5):
+        for off in range(7):
+            await tb.write(R.GROUP_BASE + slot * R.GROUP_STRIDE + off, 0xA0000000 | slot << 8 | off)
+    await commit()
+    assert (int(d.grp_ctrl.value) >> 64) & 0xFFFFFFFF == 0xA0000200
+    assert (int(d.grp_ports.value) >> (128 * 5)) & 0xFFFFFFFF == 0xA0000506
+    await Timer(1, "ns")
+    await tb.reset()
+    await tb.write(R.GROUP_BASE + 5 * R.GROUP_STRIDE + 1, 0x1234)
+    await commit()
+    assert int(d.grp_ctrl.value) == 0 and int(d.grp_flags.value) == 0 and int(d.grp_ports.value) == 0
+    assert int(d.grp_svc.value) == 0x1234 << (32 * 5)
 
 
 @cocotb_test
