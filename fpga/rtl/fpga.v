@@ -43,7 +43,10 @@ module fpga #(
         .PHASELOADREG(1'b1), .PLLWAKESYNC(1'b0), .ENCLKOP(1'b0), .LOCK(locked)
     );
 
-    // reset: held until the PLL locks, then ~1 ms more for the PHYs
+    // reset: asserted while the PLL is not locked, released synchronously (wccp_rst_sync:
+    // LOCK is asynchronous to clk), then held ~1 ms more for the PHYs
+    wire rst_sys;
+    wccp_rst_sync #(.STAGES(3)) rsync (.clk(clk), .arst(!locked), .rst(rst_sys));
     reg [17:0] rst_cnt;
     reg        rst;
     initial begin
@@ -51,7 +54,7 @@ module fpga #(
         rst = 1'b1;
     end
     always @(posedge clk) begin
-        if (!locked) begin
+        if (rst_sys) begin
             rst_cnt <= 18'd0;
             rst <= 1'b1;
         end else if (!rst_cnt[17]) begin

@@ -153,8 +153,8 @@ module wccp_decide #(
     // also during the scan); S_WST's last cycle (commit) builds the action from the
     // decision's registered fields and the registered status flags, and the action, the
     // events and the status pop follow together (act_valid 3 cycles after st_valid when the
-    // decision was made first; when the status was there first, S_WST takes the one cycle
-    // S_OUT used to take before act_valid). A learn hit in the scan waits for the status too
+    // decision was made first; when the status was there first, S_WST takes one cycle
+    // before act_valid). A learn hit in the scan waits for the status too
     // (the learning request is only raised for a good, complete frame).
     // ------------------------------------------------------------------------------------
     localparam integer

@@ -51,19 +51,21 @@ module wccp_mac_rx #(
     wire [31:0] crc = crc_s ^ dt;
     assign e_data = dly[7:0];
     assign e_end = fin;
-    // terms of the nibbles of a byte, each its own LUT level (keep: synthesis would otherwise
-    // share XORs between bits and build deeper chains; timing)
-    (* keep *) wire [31:0] t_lo;
+    // terms of the nibbles of a byte, each its own LUT level
+    // (each term bit is an XOR of at most four bits: one LUT). No (* keep *) on these
+    // wires: several of their bits are the same function, and yosys then joins unrelated
+    // nets into one with two drivers, which nextpnr refuses (seen on the Colorlight i5 top)
+    wire [31:0] t_lo;
     assign t_lo = crc32_byte(32'd0, {4'd0, gmii_rxd[3:0]});
-    (* keep *) wire [31:0] t_hi;
+    wire [31:0] t_hi;
     assign t_hi = crc32_byte(32'd0, {gmii_rxd[7:4], 4'd0});
-    (* keep *) wire [31:0] st_lo;
+    wire [31:0] st_lo;
     assign st_lo = crc32_byte(crc32_byte(32'd0, {4'd0, gmii_rxd[3:0]}), 8'd0);
-    (* keep *) wire [31:0] st_hi;
+    wire [31:0] st_hi;
     assign st_hi = crc32_byte(crc32_byte(32'd0, {gmii_rxd[7:4], 4'd0}), 8'd0);
-    (* keep *) wire [31:0] c_lo;
+    wire [31:0] c_lo;
     assign c_lo = crc32_byte(32'd0, {4'd0, crc_s[3:0]});
-    (* keep *) wire [31:0] c_hi;
+    wire [31:0] c_hi;
     assign c_hi = crc32_byte(32'd0, {crc_s[7:4], 4'd0});
 
     always @(posedge clk) begin

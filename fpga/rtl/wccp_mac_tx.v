@@ -51,15 +51,17 @@ module wccp_mac_tx #(
     reg        a_ab, d_ab;           // the byte ending the frame carried s_abort
     reg        ab;                   // the frame in progress is aborted (set at its last byte)
     reg [31:0] d_t;                  // d_r's term of the CRC update (0 when no byte was due)
-    // CRC update terms of the two nibbles of a byte, each its own LUT level (keep: synthesis
-    // would otherwise share XORs between bits and build deeper chains; timing)
-    (* keep *) wire [31:0] t_lo;
+    // CRC update terms of the two nibbles of a byte, each its own LUT level
+    // (each term bit is an XOR of at most four bits: one LUT). No (* keep *) on these
+    // wires: several of their bits are the same function, and yosys then joins unrelated
+    // nets into one with two drivers, which nextpnr refuses (seen on the Colorlight i5 top)
+    wire [31:0] t_lo;
     assign t_lo = crc32_byte(32'd0, {4'd0, a_d[3:0]});
-    (* keep *) wire [31:0] t_hi;
+    wire [31:0] t_hi;
     assign t_hi = crc32_byte(32'd0, {a_d[7:4], 4'd0});
-    (* keep *) wire [31:0] c_lo;
+    wire [31:0] c_lo;
     assign c_lo = crc32_byte(32'd0, {4'd0, crc[3:0]});
-    (* keep *) wire [31:0] c_hi;
+    wire [31:0] c_hi;
     assign c_hi = crc32_byte(32'd0, {crc[7:4], 4'd0});
 
     always @(posedge clk) begin

@@ -1,4 +1,4 @@
-"""wccp_rst_sync (boards/colorlight_i5/rtl): the reset is high from configuration, asserts at
+"""wccp_rst_sync: the reset is high from configuration, asserts at
 once when arst rises (between clock edges, and with the clock stopped), stays high while arst
 is high and falls exactly STAGES rising edges after arst falls, on a clock edge."""
 import random
@@ -59,4 +59,4 @@ async def test_release_after_stages_and_async_assert(dut):
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_rst_sync(sim, stages):
     wccp_tb.run_sim(sim, "wccp_rst_sync", __file__, parameters={"STAGES": stages}, tag="s%d" % stages,
-                    sources=[ROOT / "boards" / "colorlight_i5" / "rtl" / "wccp_rst_sync.v"])
+                    sources=[wccp_tb.RTL / "wccp_rst_sync.v"])
