@@ -192,7 +192,7 @@ module wccp_regs #(
                 if (gc_a == 6'd63) begin
                     gc_cp <= 1'b0;
                     gc_done <= 1'b1;
-                    gc_wait <= 3'd4;
+                    gc_wait <= 3'd5;
                 end
             end
             if (gc_done && gc_wait != 3'd0) gc_wait <= gc_wait - 3'd1;
@@ -350,42 +350,45 @@ module wccp_regs #(
     end
 
     // ---------------- group configuration ----------------
-    // The shadow copy is a 64 x 32 block RAM (address slot*8 + register, registers 0..6),
-    // written from the bus, with a valid bit per word (cleared by reset: a word never written
-    // since reads as 0, as a reset register would). A commit copies it into the live
+    // The shadow copy is a 64 x 32 block RAM (wccp_bram: address slot*8 + register, registers
+    // 0..6) written from the bus, with a valid bit per word (cleared by reset: a word never
+    // written since reads as 0, as a reset register would). A commit copies it into the live
     // flip-flops a word a cycle while the engines are held (gc_cp: 64 reads, the last write
-    // three cycles after the last read), then swaps the globals and the table banks
+    // four cycles after the last read), then swaps the globals and the table banks
     // (commit_go). The engines see the live copy only when hold is clear: wholly old before
     // the swap, wholly new after it.
-    (* ram_style = "block" *)
-    reg  [31:0] gmem [0:63];
     reg  [63:0] gvalid;                  // per RAM word: written since reset
     wire        g_wr = p_wr && in_group && a[4:3] == 2'd0 && a[2:0] != 3'd7;
-    always @(posedge clk)
-        if (g_wr) gmem[{a[7:5], a[2:0]}] <= p_wd;
+    wire [31:0] gc_q;                    // the word at gc_a, two cycles later
+    /* verilator lint_off PINCONNECTEMPTY */
+    wccp_bram #(.AW(6), .DW(32)) gmem (
+        .clk(clk), .a_we(g_wr), .a_addr({a[7:5], a[2:0]}), .a_wdata(p_wd), .a_rdata(),
+        .b_addr(gc_a), .b_rdata(gc_q));
+    /* verilator lint_on PINCONNECTEMPTY */
     integer gk;
     always @(posedge clk)
         for (gk = 0; gk < 64; gk = gk + 1)
             if (rst) gvalid[gk] <= 1'b0;
             else if (g_wr && {a[7:5], a[2:0]} == gk[5:0]) gvalid[gk] <= 1'b1;
-    // the copy: read address gc_a (registered RAM read), then the word, its valid bit and its
-    // (slot, register) strobe registered per slot (timing: the data fans out to 1 792
-    // flip-flops), then applied
-    reg  [5:0]  gc_a, gc_a1;
-    reg         gc_v1;
-    reg  [31:0] gc_q;
+    // the copy: read address gc_a (the RAM answers two cycles later), then the word, its valid
+    // bit and its (slot, register) strobe registered per slot (timing: the data fans out to
+    // 1 792 flip-flops), then applied
+    reg  [5:0]  gc_a, gc_a1, gc_a2;
+    reg         gc_v1, gc_v2, gc_ok;     // gc_ok: gvalid of gc_a2's word (looked up with gc_a1)
     reg  [55:0] gc_hit;
     reg  [255:0] gc_d;
     integer gj, gi;
     always @(posedge clk) begin
-        gc_q <= gmem[gc_a];
         gc_a1 <= gc_a;
+        gc_a2 <= gc_a1;
         gc_v1 <= gc_cp && !rst;
+        gc_v2 <= gc_v1 && !rst;
+        gc_ok <= gvalid[gc_a1];
         for (gj = 0; gj < 8; gj = gj + 1) begin
             for (gi = 0; gi < 7; gi = gi + 1)
-                gc_hit[gj * 7 + gi] <= gc_v1 && gc_a1 == {gj[2:0], gi[2:0]} && !rst;
-            if (gc_a1[5:3] == gj[2:0])
-                gc_d[gj * 32 +: 32] <= gvalid[gc_a1] ? gc_q : 32'd0;
+                gc_hit[gj * 7 + gi] <= gc_v2 && gc_a2 == {gj[2:0], gi[2:0]} && !rst;
+            if (gc_a2[5:3] == gj[2:0])
+                gc_d[gj * 32 +: 32] <= gc_ok ? gc_q : 32'd0;
         end
     end
     genvar gs;

@@ -430,6 +430,6 @@ async def test_watchdog(dut):
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_regs(sim, pearson):
     wccp_tb.run_sim(sim, "wccp_regs", __file__,
-                    sources=[wccp_tb.RTL / "wccp_regs.v", wccp_tb.RTL / "wccp_rst_buf.v"],
+                    sources=[wccp_tb.RTL / "wccp_regs.v", wccp_tb.RTL / "wccp_rst_buf.v", wccp_tb.RTL / "wccp_bram.v"],
                     parameters={"CLK_PER_US": CLK_PER_US, "BUILD_ID": BUILD_ID, "PEARSON": pearson},
                     extra_env={"WCCP_PEARSON": str(pearson)}, tag="pearson%d" % pearson)
