@@ -1,6 +1,5 @@
 """`wccp synth`: the real YoWASP flow (yosys, nextpnr-ecp5, ecppack) for each FPGA board, one seed each: the
-board file's. colorlight_i5 is not listed yet: nextpnr rejects its yosys netlist (a net in the core's
-MAC CRC logic driven by several cells), see boards/colorlight_i5.json pnr.note."""
+board file's."""
 import json
 import os
 import re
@@ -35,7 +34,7 @@ def test_synth_rejects_unknown_board():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("board", ["colorlight_5a75b"])
+@pytest.mark.parametrize("board", ["colorlight_5a75b", "colorlight_i5"])
 def test_synth_board_flow(board):
     # YoWASP tools only see the working tree: the output directory must be inside it
     out = os.path.join(ROOT, "build", "test_synth_" + uuid.uuid4().hex[:8])

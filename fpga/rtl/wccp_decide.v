@@ -598,10 +598,11 @@ module wccp_decide #(
             h_sp <= in_sport[15:8] ^ in_sport[7:0];
             h_dp <= in_dport[15:8] ^ in_dport[7:0];
         end
-        pb <= p_pear ? ph_p :
+        // (PEARSON = 0: no path from the Pearson engine, which synthesis then removes)
+        pb <= (PEARSON != 0 && p_pear) ? ph_p :
               (p_kf[0] ? h_sip : 8'd0) ^ (p_kf[1] ? h_dip : 8'd0) ^
               (p_kf[2] ? h_sp : 8'd0) ^ (p_kf[3] ? h_dp : 8'd0);
-        ab <= m_flags[16] ? ph_a :
+        ab <= (PEARSON != 0 && m_flags[16]) ? ph_a :
               (m_flags[8] ? h_sip : 8'd0) ^ (m_flags[9] ? h_dip : 8'd0) ^
               (m_flags[10] ? h_sp : 8'd0) ^ (m_flags[11] ? h_dp : 8'd0);
 
@@ -868,7 +869,7 @@ module wccp_decide #(
         nx[S_PRE]  = state[S_SCAN] && (scan_idle || sf_none);
         nx[S_PRE2] = state[S_PRE];
         // a Pearson slot with hash assignment computes its buckets first (S_PH)
-        nx[S_PH]   = (state[S_PRE2] && p_pear && m_hash) || (state[S_PH] && ph_n != PH_CYCLES - 5'd1);
+        nx[S_PH]   = (PEARSON != 0) && ((state[S_PRE2] && p_pear && m_hash) || (state[S_PH] && ph_n != PH_CYCLES - 5'd1));
         nx[S_DEC]  = (state[S_PRE2] && !(p_pear && m_hash)) || (state[S_PH] && ph_n == PH_CYCLES - 5'd1);
         // hash: the primary bucket byte is read in S_B1L (the cache address is set from
         // its word in S_B1), the alternate in S_B2L (its word was addressed from S_DEC on)
