@@ -132,3 +132,15 @@ def test_seed_sweep_keeps_the_fastest_seed():
         assert not os.path.exists(os.path.join(out, "report.json"))
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def test_sweep_summary_reports_min_median_max():
+    """A seed sweep's summary: min / median / max of the core clock over the seeds, and how many
+    miss the 125 MHz the ports need (a seed without a result counts as a miss)."""
+    from wccptool.cmd_synth import sweep_spread
+    rep = {"board": "colorlight_5a75b", "top": "fpga", "seed": 3, "core_mhz_constraint": 150,
+           "fmax_mhz": {"$glbnet$clk": 151.0}, "seeds": {"1": 120.5, "2": 140.0, "3": 151.0, "4": None}}
+    text = summarise(rep, boards.load("colorlight_5a75b")["fpga"])
+    assert "sweep: 4 seeds, core clock min 0.00 / median 130.25 / max 151.00 MHz; 2 under 125 MHz" in text, text
+    assert sweep_spread({"7": 130.0, "8": 150.0, "9": 140.0})["median"] == 140.0
+    assert sweep_spread({"7": 130.0}) is None and sweep_spread(None) is None

@@ -74,8 +74,23 @@ def summarise(rep, fpga):
             "; sweep " + ", ".join("seed %s: %s" % (sd, ("%.2f MHz" % f) if f else "no result")
                                    for sd, f in sorted(rep["seeds"].items(), key=lambda kv: int(kv[0])))
             if rep.get("seeds") else ""))
+    spread = sweep_spread(rep.get("seeds"))
+    if spread:
+        lines.append("sweep: %d seeds, core clock min %.2f / median %.2f / max %.2f MHz; %d under %.0f MHz" % (
+            spread["seeds"], spread["min"], spread["median"], spread["max"], spread["under"], CORE_MHZ))
     lines.append("time: yosys %ss, nextpnr %ss" % (rep.get("yosys_s", "?"), rep.get("nextpnr_s", "?")))
     return "\n".join(lines)
+
+
+def sweep_spread(seeds):
+    """{seeds, min, median, max, under} of a sweep's core-clock Fmax per seed (a seed that gave no
+    result counts as 0 MHz: it did not close), or None for no sweep."""
+    if not seeds or len(seeds) < 2:
+        return None
+    v = sorted(float(f or 0.0) for f in seeds.values())
+    n = len(v)
+    med = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return {"seeds": n, "min": v[0], "median": med, "max": v[-1], "under": sum(1 for f in v if f < CORE_MHZ)}
 
 
 def run(args):
@@ -204,6 +219,8 @@ def _report(args, fb, out):
         print("wccp synth: warning: the flow targeted %s, board %s is %s %s" % (
             dev, fb["name"], fb["fpga"]["device"], fb["fpga"]["package"]), file=sys.stderr)
     if args.json:
+        if sweep_spread(rep.get("seeds")):
+            rep["sweep"] = sweep_spread(rep["seeds"])
         print(json.dumps(rep, indent=1))
     else:
         print(summarise(rep, fb["fpga"]))
