@@ -374,7 +374,8 @@ module wccp_regs #(
     // bit and its (slot, register) strobe registered per slot (timing: the data fans out to
     // 1 792 flip-flops), then applied
     reg  [5:0]  gc_a, gc_a1, gc_a2;
-    reg         gc_v1, gc_v2, gc_ok;     // gc_ok: gvalid of gc_a2's word (looked up with gc_a1)
+    reg         gc_v1, gc_v2, gc_ok;     // gc_ok: gvalid of gc_a2's word
+    reg  [7:0]  gc_v8;                   // gvalid of gc_a1's slot (picked with gc_a)
     reg  [55:0] gc_hit;
     reg  [255:0] gc_d;
     integer gj, gi;
@@ -383,7 +384,8 @@ module wccp_regs #(
         gc_a2 <= gc_a1;
         gc_v1 <= gc_cp && !rst;
         gc_v2 <= gc_v1 && !rst;
-        gc_ok <= gvalid[gc_a1];
+        gc_v8 <= gvalid[{gc_a[5:3], 3'd0} +: 8];     // the lookup in two steps (timing)
+        gc_ok <= gc_v8[gc_a1[2:0]];
         for (gj = 0; gj < 8; gj = gj + 1) begin
             for (gi = 0; gi < 7; gi = gi + 1)
                 gc_hit[gj * 7 + gi] <= gc_v2 && gc_a2 == {gj[2:0], gi[2:0]} && !rst;
