@@ -8,7 +8,7 @@ import pathlib
 import cocotb
 from cocotb.triggers import Timer
 from cocotbext.eth import GmiiFrame
-from test_fpga_core import APPL_MAC, ROUTER_ID, TB, program
+from core_tb import APPL_MAC, ROUTER_ID, TB, program
 from wccp import regmap as R
 from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE
 from wccp.fwdmodel import ForwardingModel
