@@ -202,6 +202,8 @@ class Scenario:
         sets = []
         for _ in range(r.randrange(1, 4)):
             m = (r.choice([0, 0x1, 0x100]), r.choice([0x1741, 0x7, 0x30]), 0, r.choice([0, 0x1, 0x3]))
+            while sum(bin(x).count("1") for x in m) > 7:      # D9: at most 7 mask bits a set
+                m = (r.choice([0, 0x1, 0x100]), r.choice([0x1741, 0x7, 0x30]), 0, r.choice([0, 0x1, 0x3]))
             vals = []
             for _ in range(r.randrange(1, 40)):
                 vals.append((r.randrange(1 << 32) & m[0], r.randrange(1 << 32) & m[1], 0,
