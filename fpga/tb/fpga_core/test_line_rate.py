@@ -20,7 +20,7 @@ MACs meanwhile.
 
 The seed comes from WCCP_SEED (default 1; WCCP_SEED=random draws one); it is logged at the
 start and is in every failure message. WCCP_LINE_FRAMES sets the frames per input port:
-Verilator runs 2500 per port, Icarus (about 30 times slower on this core) 120, which still
+Verilator runs 4000 per port, Icarus (about 30 times slower on this core) 120, which still
 takes the commit in mid-traffic and overflows the queues.
 """
 import os
@@ -71,7 +71,7 @@ def quiet_logs(tb):
 async def test_line_rate(dut):
     """Both ports at line rate, a table commit mid-traffic, every frame and counter scored."""
     seed = seed_from_env()
-    nframes = int(os.environ.get("WCCP_LINE_FRAMES", "2500"))
+    nframes = int(os.environ.get("WCCP_LINE_FRAMES", "4000"))
     dut._log.info("line rate: WCCP_SEED=%d, %d frames per input port", seed, nframes)
     rng = random.Random(seed)
     tb = TB(dut)
@@ -163,6 +163,6 @@ async def test_line_rate(dut):
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_fpga_core_line_rate(sim):
-    frames = {"icarus": "120", "verilator": "2500"}[sim]
+    frames = {"icarus": "120", "verilator": "4000"}[sim]
     wccp_tb.run_sim(sim, "fpga_core", __file__, parameters={"CLK_PER_US": 125},
                     extra_env={"WCCP_LINE_FRAMES": os.environ.get("WCCP_LINE_FRAMES", frames)})
