@@ -671,4 +671,5 @@ class Scoreboard:
                 kinds[kind] = kinds.get(kind, 0) + 1
         st["kinds"] = kinds
         st["frames_by_config"] = cfg_used[:len(self.pred.models)]
-        st["switch_points"] = k if self.commit is not None else None
+        if self.commit is not None:
+            st["switch_points"] = self.k        # every (k_0, k_1) the outputs and counters accept
