@@ -70,7 +70,7 @@ async def blast(tb, inv, col, model, frames_per_port, gen_frame):
         n = m
     delta = counter_diff(await read_counters(tb.bus, SLOTS), before)
     outs = col.take()
-    st = Scoreboard(pred, "bench", tb.dut._log).check(outs, inv, delta)
+    st = Scoreboard(pred, None, tb.dut._log).check(outs, inv, delta)
     scored = {"kinds": st["kinds"], "overflow": st["overflow"], "overflow_full": st.get("overflow_full", {})}
     res = []
     for o in range(2):

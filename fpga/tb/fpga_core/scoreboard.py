@@ -40,6 +40,7 @@ A frame may so use "old" or "new" tables, never anything else, and a port never 
 from new to old.
 """
 import bisect
+import collections
 import copy
 
 from core_tb import CLK_NS, STOMPABLE, classify_output
@@ -340,15 +341,8 @@ class Invariants:
             self.tx_last[g] = fell
 
 
-class Output:
-    __slots__ = ("egress", "n", "data", "sfd", "stomped")
-
-    def __init__(self, egress, n, data, sfd, stomped):
-        self.egress = egress
-        self.n = n
-        self.data = data
-        self.sfd = sfd
-        self.stomped = stomped
+# an output frame: its egress, its number there, bytes (FCS included), SFD time, stomped or not
+Output = collections.namedtuple("Output", "egress n data sfd stomped")
 
 
 class Collector:
@@ -393,7 +387,9 @@ class Scoreboard:
         self.stats = {}
 
     def fail(self, msg):
-        raise ScoreboardError("%s\n(reproduce with WCCP_SEED=%s)" % (msg, self.seed))
+        if self.seed is not None:
+            msg += "\n(reproduce with WCCP_SEED=%s)" % self.seed
+        raise ScoreboardError(msg)
 
     # -- per input port: which configuration each frame used --
 
