@@ -8,7 +8,6 @@ whose frames were all right. Latency: one frame at a time, input SFD to output S
 
 Writes a JSON result file to $WCCP_BENCH_OUT."""
 import json
-import logging
 import os
 import pathlib
 import random
@@ -96,8 +95,7 @@ def pkt(gen, p, size, dport):
 async def bench(dut):
     results = {}
     tb = TB(dut)
-    for x in tb.src + tb.sink:
-        x.log.setLevel(logging.WARNING)
+    tb.quiet()
     inv = Invariants(dut, dut._log)
     col = Collector(tb.sink)
     for name, fwd in (("l2", FWD_L2), ("gre", FWD_GRE)):

@@ -45,6 +45,12 @@ class TB:
             return
         self.got[o].append(data)
 
+    def quiet(self):
+        """The GMII sources and sinks log no line per frame (long runs)."""
+        import logging
+        for x in self.src + self.sink:
+            x.log.setLevel(logging.WARNING)
+
     async def reset(self):
         self.dut.rst.value = 1
         for _ in range(10):

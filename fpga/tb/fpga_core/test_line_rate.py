@@ -61,21 +61,24 @@ def retable(sc, rng):
     return groups
 
 
-def quiet_logs(tb):
-    import logging
-    for x in tb.src + tb.sink:
-        x.log.setLevel(logging.WARNING)
-
-
 @cocotb_test
 async def test_line_rate(dut):
     """Both ports at line rate, a table commit mid-traffic, every frame and counter scored."""
     seed = seed_from_env()
     nframes = int(os.environ.get("WCCP_LINE_FRAMES", "4000"))
     dut._log.info("line rate: WCCP_SEED=%d, %d frames per input port", seed, nframes)
+    try:
+        await line_rate(dut, seed, nframes)
+    except Exception as e:
+        if "WCCP_SEED=" in str(e):
+            raise
+        raise AssertionError("%s: %s\n(reproduce with WCCP_SEED=%d)" % (type(e).__name__, e, seed)) from e
+
+
+async def line_rate(dut, seed, nframes):
     rng = random.Random(seed)
     tb = TB(dut)
-    quiet_logs(tb)
+    tb.quiet()
     await tb.reset()
     sc = Scenario(rng)
     sc.ports[:] = [0, 1] + [rng.randrange(2) for _ in sc.ports[2:]]   # caches behind both ports
@@ -145,7 +148,7 @@ async def test_line_rate(dut):
     for p in range(2):
         gaps = {round((b.g.sim_time_start - a.g.sim_time_end) / cyc)
                 for a, b in zip(pred.frames[p], pred.frames[p][1:], strict=False)}
-        assert gaps == {13}, "input port %d: not back to back (gaps of %r cycles; seed %d)" % (p, gaps, seed)
+        assert gaps == {13}, "input port %d: not back to back (gaps of %r cycles)" % (p, gaps)
 
     st = sb.check(col.take(), inv, delta)
     t_first = min(pred.frames[p][0].g.sim_time_start for p in range(2)) / get_sim_steps(1, "ns")
@@ -153,12 +156,14 @@ async def test_line_rate(dut):
     st["egress_busy"] = [round(inv.tx_busy[o] / (max(inv.tx_last) - t_first), 3) for o in range(2)]
     st["max_queue"] = inv.max_q
     dut._log.info("line rate (WCCP_SEED=%d): %s", seed, st)
-    # the mix did what it is for
-    k = st["kinds"]
-    for kind in ("redirect_gre", "redirect_l2", "gre_return", "forward", "rx_bad_fcs", "overflow"):
-        assert k.get(kind, 0) > 0, "no %s frame in the mix (seed %d): %r" % (kind, seed, k)
-    assert all(st["frames_by_config"]), "the commit split no traffic (seed %d): %r" % (seed, st)
-    assert all(all(d) for d in st["delivered"]), "no contention on the egresses (seed %d): %r" % (seed, st)
+    # the mix did what it is for (the rarer kinds in the long run only)
+    kinds = ["redirect_gre", "redirect_l2", "gre_return", "forward", "unassigned", "rx_bad_fcs", "overflow"]
+    if nframes >= 1000:
+        kinds += ["rx_runt", "rx_oversize", "truncated", "gre_return_bad", "not_redirectable", "from_cache"]
+    for kind in kinds:
+        assert st["kinds"].get(kind, 0) > 0, "no %s frame in the mix: %r" % (kind, st["kinds"])
+    assert all(st["frames_by_config"]), "the commit split no traffic: %r" % st
+    assert all(all(d) for d in st["delivered"]), "an egress did not carry both inputs' frames: %r" % st
 
 
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
