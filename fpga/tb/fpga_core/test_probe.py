@@ -70,8 +70,8 @@ class Rig:
 
 
 async def setup(dut):
-    import test_fpga_core as tfc
-    tb = tfc.TB(dut)
+    from core_tb import TB
+    tb = TB(dut)
     await tb.reset()
     rig = Rig(tb)
     d = rig.dp
