@@ -207,6 +207,16 @@ class App:
                 data, addr = s.recvfrom(self.rx_max + 1)
             except OSError:
                 break
+            except MemoryError:
+                # the heap cannot take the datagram now: count it, collect, and re-raise so that
+                # the reader pauses (the socket stays readable: returning would wake it at once)
+                self.stats["udp_rx_errors"] += 1
+                try:
+                    import gc
+                    gc.collect()
+                except ImportError:
+                    pass
+                raise
             except Exception:  # noqa: BLE001
                 self.stats["udp_rx_errors"] += 1
                 break

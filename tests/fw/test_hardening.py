@@ -3,7 +3,7 @@
 Each ``test_d<N>_*`` reproduces defect N of the issue (spoofed or faulty input that the
 router used to mishandle). Runs on CPython and under the MicroPython unix port.
 """
-from fwtest import scratch_name
+from fwtest import raises, scratch_name
 from test_router import (FakeDP, R, T, DYN, make, svc, hia, ra_hash, ra_mask, mask_sets, isy_of, join, rid_of,
                          group, cache_state, _two_caches, _last_rid, ip)
 from wccp import codec
@@ -177,6 +177,30 @@ def test_d6_largest_accepted_assignment_is_received_whole_larger_counted():
     worst = codec.encode({"type": 12, "version": 0x0200, "security": {"option": 1, "digest": None},
                           "service": svc(0), "alternate_assignment": info}, None, "12345678")
     assert len(worst) <= app.rx_max == max_message(cfg["limits"]), (len(worst), app.rx_max)
+
+
+class _NoHeapSock:
+    """A readable socket whose datagram the heap cannot take: recvfrom raises MemoryError."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def recvfrom(self, n):
+        self.calls += 1
+        raise MemoryError("memory allocation failed, allocating %d bytes" % n)
+
+
+def test_receive_memory_error_is_counted_and_pauses_the_reader():
+    """A MemoryError in recvfrom is counted and reaches the reader (which then pauses): drain()
+    swallowing it left the socket readable and the reader woke at once, again and again."""
+    from wccp import config
+    from wccp.app import App
+    cfg = config.load({"router_id": R, "addresses": [R], "services": [{"id": 0}], "http": {"port": 0}})
+    app = App(cfg, FakeDP(), log=lambda *a: None)
+    s = _NoHeapSock()
+    before = app.stats["udp_rx_errors"]
+    raises(MemoryError, app.drain, s, R)
+    assert s.calls == 1 and app.stats["udp_rx_errors"] == before + 1 and app.stats["udp_rx"] == 0
 
 
 # ------------------------------------------------------------------------ defect 7
