@@ -88,6 +88,16 @@ def _dec_u32s(b, o, end, p, k, what):
     return o
 
 
+def _dec_list(b, o, end, p, k, size, what, dec_el):
+    """A 32-bit count at o and that many elements (size bytes at least each), each decoded by
+    dec_el into a dict of the list p[k]; returns the new offset."""
+    n = _count(b, o, end, size, what)
+    o += 4
+    for e in _dict_list(p, k, n):
+        o = dec_el(b, o, end, e)
+    return o
+
+
 def _dec_masks(b, o, d):
     d["src_addr"] = _g32(b, o)
     d["dst_addr"] = _g32(b, o + 4)
@@ -117,10 +127,7 @@ def _dec_sets(b, o, end, p, k, what, ekey, esize, ewhat, dec_el):
     for s in _dict_list(p, k, n):
         _need(o, 16, end, what, " element")
         _dec_masks(b, o, _sub(s, "masks"))
-        ne = _count(b, o + 12, end, esize, ewhat)
-        o += 16
-        for e in _dict_list(s, ekey, ne):
-            o = dec_el(b, o, end, e)
+        o = _dec_list(b, o + 12, end, s, ekey, esize, ewhat, dec_el)
     return o
 
 
@@ -258,12 +265,7 @@ def _dec_router_view(b, o, end, d):
     d["member_change_number"] = _g32(b, o)
     _dec_key(b, o + 4, d)
     o = _dec_u32s(b, o + 12, end, d, "routers", "router")
-    m = _count(b, o, end, 8, "web-cache identity element")
-    o += 4
-    wcs = _dict_list(d, "web_caches", m)
-    for el in wcs:
-        o = _dec_identity(b, o, end, el)
-    return o
+    return _dec_list(b, o, end, d, "web_caches", 8, "web-cache identity element", _dec_identity)
 
 
 def _dec_wc_view(b, o, end, d):

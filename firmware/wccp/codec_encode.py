@@ -50,6 +50,15 @@ def _enc_u32s(buf, o, lst):
     return o
 
 
+def _enc_list(buf, o, lst, enc_el):
+    """A 32-bit count and lst's elements, each written by enc_el; returns the new offset."""
+    pack_into(">I", buf, o, len(lst))
+    o += 4
+    for e in lst:
+        o = enc_el(buf, o, e)
+    return o
+
+
 def _enc_masks(buf, o, m):
     pack_into(">IIHH", buf, o, m.get("src_addr", 0), m.get("dst_addr", 0),
               m.get("src_port", 0), m.get("dst_port", 0))
@@ -73,11 +82,7 @@ def _enc_sets(buf, o, sets, ekey, enc_el):
     o += 4
     for s in sets:
         o = _enc_masks(buf, o, s.get("masks", {}))
-        els = s.get(ekey, ())
-        pack_into(">I", buf, o, len(els))
-        o += 4
-        for e in els:
-            o = enc_el(buf, o, e)
+        o = _enc_list(buf, o, s.get(ekey, ()), enc_el)
     return o
 
 
@@ -181,12 +186,7 @@ def _enc_router_view(buf, o, d):
     pack_into(">I", buf, o, d.get("member_change_number", 0))
     o = _enc_key(buf, o + 4, d)
     o = _enc_u32s(buf, o, d.get("routers", ()))
-    wcs = d.get("web_caches", ())
-    pack_into(">I", buf, o, len(wcs))
-    o += 4
-    for el in wcs:
-        o = _enc_identity(buf, o, el)
-    return o
+    return _enc_list(buf, o, d.get("web_caches", ()), _enc_identity)
 
 
 def _enc_wc_view(buf, o, d):
