@@ -69,17 +69,25 @@ class Expect:
         self.addr("wccp.assignment_key.ipv4", k["address"])
         self.add("wccp.assignment_key.change_num", k["change_number"])
 
-    def mvsets(self, sets):
-        self.add("wccp.mask_value_set_list.num_elements", len(sets))
+    def sets(self, sets, count_field, elements_field, ekey, element):
+        """A set list: its count, then per set the masks, the element count and each element."""
+        self.add(count_field, len(sets))
         for s in sets:
             self.masks(s["masks"])
-            self.add("wccp.mask_value_set_selement.value_element_num", len(s["values"]))
-            for v in s["values"]:
-                self.addr("wccp.value_element.src_ip.ipv4", v["src_addr"])
-                self.addr("wccp.value_element.dest_ip.ipv4", v["dst_addr"])
-                self.add("wccp.value_element.src_port", v["src_port"])
-                self.add("wccp.value_element.dest_port", v["dst_port"])
-                self.addr("wccp.value_element.web_cache_ip.ipv4", v["cache_address"])
+            self.add(elements_field, len(s[ekey]))
+            for e in s[ekey]:
+                element(e)
+
+    def mvsets(self, sets):
+        self.sets(sets, "wccp.mask_value_set_list.num_elements", "wccp.mask_value_set_selement.value_element_num",
+                  "values", self.value)
+
+    def value(self, v):
+        self.addr("wccp.value_element.src_ip.ipv4", v["src_addr"])
+        self.addr("wccp.value_element.dest_ip.ipv4", v["dst_addr"])
+        self.add("wccp.value_element.src_port", v["src_port"])
+        self.add("wccp.value_element.dest_port", v["dst_port"])
+        self.addr("wccp.value_element.web_cache_ip.ipv4", v["cache_address"])
 
     def masks(self, m):
         self.add("wccp.mask_element.src_ip", m["src_addr"])
@@ -88,15 +96,15 @@ class Expect:
         self.add("wccp.mask_element.dest_port", m["dst_port"])
 
     def altsets(self, sets):
-        self.add("wccp.alt_assignment_mask_value_list.num_elements", len(sets))
-        for s in sets:
-            self.masks(s["masks"])
-            self.add("wccp.alt_assignment_mask_value_set_element.num_wc_value_elements", len(s["web_cache_values"]))
-            for w in s["web_cache_values"]:
-                self.addr("wccp.web_cache_value_element.wc_address.ipv4", w["cache_address"])
-                self.add("wccp.web_cache_value_element.num_values", len(w["vsns"]))
-                for v in w["vsns"]:
-                    self.add("wccp.web_cache_value_element.value_seq_num", v)
+        self.sets(sets, "wccp.alt_assignment_mask_value_list.num_elements",
+                  "wccp.alt_assignment_mask_value_set_element.num_wc_value_elements", "web_cache_values",
+                  self.wc_value)
+
+    def wc_value(self, w):
+        self.addr("wccp.web_cache_value_element.wc_address.ipv4", w["cache_address"])
+        self.add("wccp.web_cache_value_element.num_values", len(w["vsns"]))
+        for v in w["vsns"]:
+            self.add("wccp.web_cache_value_element.value_seq_num", v)
 
     def identity(self, el):
         self.addr("wccp.web_cache_identity.ipv4", el["address"])
