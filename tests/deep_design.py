@@ -63,3 +63,11 @@ def synth_deep(d):
         f.write(SRC)
     yosys("read_verilog %s; synth_ecp5 -top deep -json %s" % (v, js))
     return js
+
+
+@contextlib.contextmanager
+def deep_netlist(name):
+    """(directory, netlist path) of the design synthesised in a scratch directory (see
+    scratch_dir) that is removed afterwards."""
+    with scratch_dir(name) as d:
+        yield d, synth_deep(d)

@@ -7,32 +7,25 @@ import subprocess
 import sys
 
 import logic_depth
-from deep_design import scratch_dir, synth_deep, yosys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from deep_design import ROOT, deep_netlist, scratch_dir, yosys
 
 
 def test_logic_depth_finds_the_deep_register():
-    with scratch_dir("test_logic_depth") as d:
-        _check(d)
-
-
-def _check(d):
-    js = synth_deep(d)
-    cells, names, arrival, ends = logic_depth.analyse(json.load(open(js))["modules"]["deep"])
-    worst = {}
-    for t, cn, _p, _b in ends:
-        k = logic_depth.reg_name(cells, names, cn)
-        worst[k] = max(worst.get(k, 0.0), t)
-    assert worst["y"] > worst["half"] > 0, worst      # the adder chain + compare is deeper
-    assert worst["z"] < worst["half"], worst          # register to register: one net
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "fpga", "tools", "logic_depth.py"), js,
-                          "--top", "deep", "--budget", "%.2f" % ((worst["y"] + worst["half"]) / 2), "--paths"],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    listed = [ln.split()[0] for ln in out.stdout.splitlines() if ln.startswith("  ") and not ln.startswith("   ")]
-    assert listed == ["y"], out.stdout
-    assert "-> y " in out.stdout and "LUT4" in out.stdout, out.stdout      # the path is printed
+    with deep_netlist("test_logic_depth") as (d, js):
+        cells, names, arrival, ends = logic_depth.analyse(json.load(open(js))["modules"]["deep"])
+        worst = {}
+        for t, cn, _p, _b in ends:
+            k = logic_depth.reg_name(cells, names, cn)
+            worst[k] = max(worst.get(k, 0.0), t)
+        assert worst["y"] > worst["half"] > 0, worst      # the adder chain + compare is deeper
+        assert worst["z"] < worst["half"], worst          # register to register: one net
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "fpga", "tools", "logic_depth.py"), js,
+                              "--top", "deep", "--budget", "%.2f" % ((worst["y"] + worst["half"]) / 2), "--paths"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        listed = [ln.split()[0] for ln in out.stdout.splitlines() if ln.startswith("  ") and not ln.startswith("   ")]
+        assert listed == ["y"], out.stdout
+        assert "-> y " in out.stdout and "LUT4" in out.stdout, out.stdout      # the path is printed
 
 
 def _outreg_check(js, top):
