@@ -30,7 +30,7 @@ except ImportError:  # CPython
     def const(x):
         return x
 
-from wccp.frame import ARP_TPA, arp_probe, put_ipv4
+from wccp.arp import ARP_TPA, arp_probe, put_ipv4
 
 RETRY_MS = const(250)           # first re-probe of an unanswered cache
 MAX_RETRY_MS = const(8000)      # re-probe interval cap for a cache that never answers

@@ -1,13 +1,7 @@
-"""Ethernet and IPv4 frame helpers shared by the firmware, the forwarding model, the tools and
-the tests: CRC-32 (the IEEE 802.3 FCS), the internet checksum, the WCCP bucket fold and hash key,
-the ARP probe's layout. Runs on MicroPython and CPython."""
+"""Ethernet and IPv4 frame helpers shared by the forwarding model, the tools and the tests:
+CRC-32 (the IEEE 802.3 FCS), the internet checksum, the WCCP bucket fold and hash key.
+Runs on MicroPython and CPython."""
 import struct
-
-try:
-    from micropython import const
-except ImportError:  # CPython
-    def const(x):
-        return x
 
 try:
     import binascii
@@ -33,15 +27,12 @@ def _crc_table():
     return t
 
 
-_crc_tab = None     # built on first use: the ports' binascii.crc32 makes it unneeded on a board
+_CRC_TABLE = _crc_table()
 
 
 def crc32_py(data, crc=0):
     """Reflected CRC-32 (polynomial 0x04C11DB7), table driven; same as zlib/binascii."""
-    global _crc_tab
-    t = _crc_tab
-    if t is None:
-        t = _crc_tab = _crc_table()
+    t = _CRC_TABLE
     crc ^= 0xFFFFFFFF
     for b in data:
         crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
@@ -100,36 +91,3 @@ def hash_key(flags, src, dst, sport, dport, alt=False):
     if flags & SF_DST_PORT_HASH:
         k ^= dport
     return k
-
-
-# --- ARP probe (RFC 5227) over Ethernet: byte offsets in the frame (no FCS) -------------------
-
-ETH_DST = const(0)
-ETH_SRC = const(6)
-ETH_TYPE = const(12)
-ARP_SHA = const(22)          # sender hardware address
-ARP_SPA = const(28)          # sender protocol (IPv4) address
-ARP_THA = const(32)          # target hardware address
-ARP_TPA = const(38)          # target protocol (IPv4) address
-ARP_FRAME_LEN = const(42)    # Ethernet header + ARP for IPv4 (the MAC pads it to 60)
-# ethertype ARP, then htype Ethernet, ptype IPv4, hlen 6, plen 4, oper request
-_ARP_REQUEST = b"\x08\x06\x00\x01\x08\x00\x06\x04\x00\x01"
-
-
-def arp_probe(mac):
-    """An ARP probe from mac: broadcast request, sender MAC = mac, sender IP 0.0.0.0 (no peer's
-    ARP cache changes), target MAC 0. The target IP (ARP_TPA) is 0 until put_ipv4 sets it."""
-    f = bytearray(ARP_FRAME_LEN)
-    f[ETH_DST:ETH_DST + 6] = b"\xff" * 6
-    f[ETH_SRC:ETH_SRC + 6] = mac
-    f[ETH_TYPE:ARP_SHA] = _ARP_REQUEST
-    f[ARP_SHA:ARP_SHA + 6] = mac
-    return f
-
-
-def put_ipv4(buf, o, a):
-    """buf[o:o + 4] = the 32-bit address a, big-endian (no allocation)."""
-    buf[o] = (a >> 24) & 0xFF
-    buf[o + 1] = (a >> 16) & 0xFF
-    buf[o + 2] = (a >> 8) & 0xFF
-    buf[o + 3] = a & 0xFF
