@@ -2,21 +2,17 @@
 its Ethernet/ARP layout as named byte offsets, a builder and the per-probe target address.
 A module of its own, apart from wccp.frame (CRC, checksums, hash helpers of the model and
 tools): a board imports only this. MicroPython and CPython."""
-try:
-    from micropython import const
-except ImportError:  # CPython
-    def const(x):
-        return x
 
-# byte offsets in the frame (Ethernet header, then ARP for IPv4; no FCS)
-ETH_DST = const(0)
-ETH_SRC = const(6)
-ETH_TYPE = const(12)
-ARP_SHA = const(22)          # sender hardware address
-ARP_SPA = const(28)          # sender protocol (IPv4) address
-ARP_THA = const(32)          # target hardware address
-ARP_TPA = const(38)          # target protocol (IPv4) address
-ARP_FRAME_LEN = const(42)    # Ethernet header + ARP for IPv4 (the MAC pads it to 60)
+# byte offsets in the frame (Ethernet header, then ARP for IPv4; no FCS). Plain ints: other
+# modules import them (const() would only fold them inside this one).
+ETH_DST = 0
+ETH_SRC = 6
+ETH_TYPE = 12
+ARP_SHA = 22         # sender hardware address
+ARP_SPA = 28         # sender protocol (IPv4) address
+ARP_THA = 32         # target hardware address
+ARP_TPA = 38         # target protocol (IPv4) address
+ARP_FRAME_LEN = 42   # Ethernet header + ARP for IPv4 (the MAC pads it to 60)
 # ethertype ARP, then htype Ethernet, ptype IPv4, hlen 6, plen 4, oper request
 _ARP_REQUEST = b"\x08\x06\x00\x01\x08\x00\x06\x04\x00\x01"
 
