@@ -65,21 +65,35 @@ class Expect:
             v6 = ipaddress.IPv6Address(bytes(self.table[value - 1])) if value else ipaddress.IPv6Address(0)
             self.add(field[:-4] + "ipv6", str(v6))
 
+    def addrs(self, count_field, field, lst):
+        """A counted address list: the count, then each address."""
+        self.add(count_field, len(lst))
+        for a in lst:
+            self.addr(field, a)
+
     def key(self, k):
         self.addr("wccp.assignment_key.ipv4", k["address"])
         self.add("wccp.assignment_key.change_num", k["change_number"])
 
-    def mvsets(self, sets):
-        self.add("wccp.mask_value_set_list.num_elements", len(sets))
+    def sets(self, sets, count_field, elements_field, ekey, element):
+        """A set list: its count, then per set the masks, the element count and each element."""
+        self.add(count_field, len(sets))
         for s in sets:
             self.masks(s["masks"])
-            self.add("wccp.mask_value_set_selement.value_element_num", len(s["values"]))
-            for v in s["values"]:
-                self.addr("wccp.value_element.src_ip.ipv4", v["src_addr"])
-                self.addr("wccp.value_element.dest_ip.ipv4", v["dst_addr"])
-                self.add("wccp.value_element.src_port", v["src_port"])
-                self.add("wccp.value_element.dest_port", v["dst_port"])
-                self.addr("wccp.value_element.web_cache_ip.ipv4", v["cache_address"])
+            self.add(elements_field, len(s[ekey]))
+            for e in s[ekey]:
+                element(e)
+
+    def mvsets(self, sets):
+        self.sets(sets, "wccp.mask_value_set_list.num_elements", "wccp.mask_value_set_selement.value_element_num",
+                  "values", self.value)
+
+    def value(self, v):
+        self.addr("wccp.value_element.src_ip.ipv4", v["src_addr"])
+        self.addr("wccp.value_element.dest_ip.ipv4", v["dst_addr"])
+        self.add("wccp.value_element.src_port", v["src_port"])
+        self.add("wccp.value_element.dest_port", v["dst_port"])
+        self.addr("wccp.value_element.web_cache_ip.ipv4", v["cache_address"])
 
     def masks(self, m):
         self.add("wccp.mask_element.src_ip", m["src_addr"])
@@ -88,15 +102,15 @@ class Expect:
         self.add("wccp.mask_element.dest_port", m["dst_port"])
 
     def altsets(self, sets):
-        self.add("wccp.alt_assignment_mask_value_list.num_elements", len(sets))
-        for s in sets:
-            self.masks(s["masks"])
-            self.add("wccp.alt_assignment_mask_value_set_element.num_wc_value_elements", len(s["web_cache_values"]))
-            for w in s["web_cache_values"]:
-                self.addr("wccp.web_cache_value_element.wc_address.ipv4", w["cache_address"])
-                self.add("wccp.web_cache_value_element.num_values", len(w["vsns"]))
-                for v in w["vsns"]:
-                    self.add("wccp.web_cache_value_element.value_seq_num", v)
+        self.sets(sets, "wccp.alt_assignment_mask_value_list.num_elements",
+                  "wccp.alt_assignment_mask_value_set_element.num_wc_value_elements", "web_cache_values",
+                  self.wc_value)
+
+    def wc_value(self, w):
+        self.addr("wccp.web_cache_value_element.wc_address.ipv4", w["cache_address"])
+        self.add("wccp.web_cache_value_element.num_values", len(w["vsns"]))
+        for v in w["vsns"]:
+            self.add("wccp.web_cache_value_element.value_seq_num", v)
 
     def identity(self, el):
         self.addr("wccp.web_cache_identity.ipv4", el["address"])
@@ -116,12 +130,16 @@ class Expect:
                 self.add("wccp.assignment_weight", (d[0] << 8) | d[1])
                 self.add("wccp.assignment_status", (d[2] << 8) | d[3])
 
+    def router_id(self, r):
+        """A Router ID Element's fields (router address and receive ID)."""
+        self.addr("wccp.router_identity.ip_address.ipv4", r["router_id"])
+        self.add("wccp.router_identity.receive_id", r["receive_id"])
+
     def router_assign(self, routers, with_ip_field):
         for r in routers:
             if with_ip_field:
                 self.addr("wccp.assignment_info.router_ip.ipv4", r["router_id"])
-            self.addr("wccp.router_identity.ip_address.ipv4", r["router_id"])
-            self.add("wccp.router_identity.receive_id", r["receive_id"])
+            self.router_id(r)
             self.add("wccp.router_assignment_element.change_num", r["member_change_number"])
 
     def buckets(self, b):
@@ -152,12 +170,9 @@ def expected_fields(msg, data):
     ri = msg.get("router_identity")
     if ri:
         e.addr("wccp.router_identity.router_ip.ipv4", ri["router_id"])
-        e.addr("wccp.router_identity.ip_address.ipv4", ri["router_id"])
-        e.add("wccp.router_identity.receive_id", ri["receive_id"])
+        e.router_id(ri)
         e.addr("wccp.router_identity.send_to_ip.ipv4", ri["sent_to"])
-        e.add("wccp.router.num_recv_ip", len(ri["received_from"]))
-        for a in ri["received_from"]:
-            e.addr("wccp.router_identity.received_from_ip.ipv4", a)
+        e.addrs("wccp.router.num_recv_ip", "wccp.router_identity.received_from_ip.ipv4", ri["received_from"])
     wi = msg.get("web_cache_identity")
     if wi:
         e.addr("wccp.wc_identity_ip_address.ipv4", wi["address"])
@@ -166,9 +181,7 @@ def expected_fields(msg, data):
     if rv:
         e.add("wccp.router_view.member_change_num", rv["member_change_number"])
         e.key(rv["assignment_key"])
-        e.add("wccp.router_view.router_num", len(rv["routers"]))
-        for a in rv["routers"]:
-            e.addr("wccp.router_view.ipv4", a)
+        e.addrs("wccp.router_view.router_num", "wccp.router_view.ipv4", rv["routers"])
         e.add("wccp.wc_view_info.wc_num", len(rv["web_caches"]))
         for el in rv["web_caches"]:
             e.addr("wccp.router_query_info.ipv4", el["address"])  # Wireshark's field for these
@@ -179,24 +192,18 @@ def expected_fields(msg, data):
         e.add("wccp.wc_view_info.router_num", len(wv["routers"]))
         for r in wv["routers"]:
             e.addr("wccp.wc_view_info.router_ip.ipv4", r["router_id"])
-            e.addr("wccp.router_identity.ip_address.ipv4", r["router_id"])
-            e.add("wccp.router_identity.receive_id", r["receive_id"])
-        e.add("wccp.wc_view_info.wc_num", len(wv["web_caches"]))
-        for a in wv["web_caches"]:
-            e.addr("wccp.wc_view_info.wc_ip.ipv4", a)
+            e.router_id(r)
+        e.addrs("wccp.wc_view_info.wc_num", "wccp.wc_view_info.wc_ip.ipv4", wv["web_caches"])
     ai = msg.get("assignment_info")
     if ai:
         e.key(ai["assignment_key"])
         e.add("wccp.assignment_info.router_num", len(ai["routers"]))
         e.router_assign(ai["routers"], True)
-        e.add("wccp.hash_buckets_assignment.wc_num", len(ai["web_caches"]))
-        for a in ai["web_caches"]:
-            e.addr("wccp.hash_buckets_assignment.wc_ip.ipv4", a)
+        e.addrs("wccp.hash_buckets_assignment.wc_num", "wccp.hash_buckets_assignment.wc_ip.ipv4", ai["web_caches"])
         e.buckets(ai["buckets"])
     rq = msg.get("router_query")
     if rq:
-        e.addr("wccp.router_identity.ip_address.ipv4", rq["router_id"])
-        e.add("wccp.router_identity.receive_id", rq["receive_id"])
+        e.router_id(rq)
         e.addr("wccp.router_query_info.send_to_ip.ipv4", rq["sent_to"])
         e.addr("wccp.router_query_info.target_ip.ipv4", rq["target"])
     aa = msg.get("alternate_assignment")

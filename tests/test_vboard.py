@@ -177,23 +177,25 @@ def _run(vb, code):
     return (p.stdout + p.stderr).strip()
 
 
+def _raised(vb, imports, stmt, exc="ValueError"):
+    """'<exception class> <message>' of the exc that stmt raises on the board (after `import imports`)."""
+    return _run(vb, "import %s\ntry:\n %s\nexcept %s as e:\n print(type(e).__name__, e)" % (imports, stmt, exc))
+
+
 def test_emulated_rp2_limits_and_errors(tmp_path):
     vb = _emulated(tmp_path, "w5500_evb_pico")
     try:
         # the rp2 port's WDT maximum (rp2/machine_wdt.c WDT_TIMEOUT_MAX on RP2040)
-        assert _run(vb, "import machine\ntry:\n machine.WDT(timeout=8389)\nexcept ValueError as e:\n print('VE', e)"
-                    ) == "VE timeout exceeds 8388"
+        assert _raised(vb, "machine", "machine.WDT(timeout=8389)") == "ValueError timeout exceeds 8388"
         # SPI1 pins must be SPI1 functions (rp2/machine_spi.c), GP12 is MISO not SCK
-        assert _run(vb, "import machine\ntry:\n machine.SPI(1, sck=machine.Pin(12))\nexcept ValueError as e:\n"
-                        " print('VE', e)") == "VE bad SCK pin"
-        assert _run(vb, "import machine\ntry:\n machine.SPI(2)\nexcept ValueError as e:\n print('VE', e)"
-                    ) == "VE SPI(2) doesn't exist"
+        assert _raised(vb, "machine", "machine.SPI(1, sck=machine.Pin(12))") == "ValueError bad SCK pin"
+        assert _raised(vb, "machine", "machine.SPI(2)") == "ValueError SPI(2) doesn't exist"
         # hashlib without md5 before MicroPython 1.27 on rp2; sha256 still there
         assert _run(vb, "import hashlib\nprint(hasattr(hashlib, 'md5'), hasattr(hashlib, 'sha256'))") == "False True"
         # WIZNET5K on the wrong pins: the chip does not answer
-        out = _run(vb, "import machine, network\ntry:\n network.WIZNET5K(machine.SPI(0), machine.Pin(5), "
-                       "machine.Pin(20))\nexcept OSError as e:\n print('OSE', e)")
-        assert out.startswith("OSE"), out
+        out = _raised(vb, "machine, network", "network.WIZNET5K(machine.SPI(0), machine.Pin(5), machine.Pin(20))",
+                      "OSError")
+        assert out.startswith("OSError"), out
         # the machine module identifies the emulated board for `wccp flash`
         assert _run(vb, "import machine\nprint(machine.VBOARD)") == "w5500_evb_pico"
     finally:
@@ -203,24 +205,20 @@ def test_emulated_rp2_limits_and_errors(tmp_path):
 def test_emulated_esp32_and_stm32_errors(tmp_path):
     vb = _emulated(tmp_path, "olimex_esp32_poe")
     try:
-        assert _run(vb, "import machine\ntry:\n machine.Pin(34, machine.Pin.OUT)\nexcept ValueError as e:\n"
-                        " print('VE', e)") == "VE pin can only be input"
-        assert _run(vb, "import machine\ntry:\n machine.Pin(24)\nexcept ValueError as e:\n print('VE', e)"
-                    ) == "VE invalid pin"
+        assert _raised(vb, "machine", "machine.Pin(34, machine.Pin.OUT)") == "ValueError pin can only be input"
+        assert _raised(vb, "machine", "machine.Pin(24)") == "ValueError invalid pin"
         assert _run(vb, "import hashlib\nprint(hasattr(hashlib, 'md5'))") == "True"
         # network.LAN needs the PHY's pins; the wrong MDC pin finds no PHY
-        out = _run(vb, "import machine, network\ntry:\n network.LAN(mdc=machine.Pin(22), mdio=machine.Pin(18), "
-                       "phy_type=network.PHY_LAN8720, phy_addr=0)\nexcept OSError as e:\n print('OSE', e)")
-        assert out.startswith("OSE") and "mdc" in out, out
+        out = _raised(vb, "machine, network", "network.LAN(mdc=machine.Pin(22), mdio=machine.Pin(18), "
+                      "phy_type=network.PHY_LAN8720, phy_addr=0)", "OSError")
+        assert out.startswith("OSError") and "mdc" in out, out
     finally:
         vb.stop()
     vb = _emulated(tmp_path, "nucleo_f429zi")
     try:
         # stm32 SPI buses have fixed pins: no pin arguments; the IWDG tops out below 32768 ms
-        assert _run(vb, "import machine\ntry:\n machine.SPI(1, sck=machine.Pin('B3'))\nexcept TypeError as e:\n"
-                        " print('TE')") == "TE"
-        assert _run(vb, "import machine\ntry:\n machine.WDT(timeout=32768)\nexcept ValueError as e:\n"
-                        " print('VE', e)") == "VE WDT timeout too long"
+        assert _raised(vb, "machine", "machine.SPI(1, sck=machine.Pin('B3'))", "TypeError").startswith("TypeError")
+        assert _raised(vb, "machine", "machine.WDT(timeout=32768)") == "ValueError WDT timeout too long"
         assert _run(vb, "import machine\nprint(machine.Pin('PZ1') if 0 else machine.Pin('C13').value())") == "0"
     finally:
         vb.stop()

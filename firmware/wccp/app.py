@@ -113,6 +113,17 @@ def _inet(ip):
     return bytes([int(p[0]), int(p[1]), int(p[2]), int(p[3])])
 
 
+def _udp_bound(ip):
+    """A UDP socket bound to ip:2048 (SO_REUSEADDR where the port has it)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    except Exception:  # noqa: BLE001
+        pass
+    s.bind(_sockaddr(ip, WCCP_PORT))
+    return s
+
+
 async def _readable(sock):
     # MicroPython idiom (as in asyncio/stream.py): park the task until sock is readable.
     yield _IOQ.queue_read(sock)
@@ -138,12 +149,7 @@ class App:
     # ------------------------------------------------------------ sockets
     def open_sockets(self):
         for a in self.cfg["addresses"]:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            try:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            except Exception:  # noqa: BLE001
-                pass
-            s.bind(_sockaddr(a, WCCP_PORT))
+            s = _udp_bound(a)
             s.setblocking(False)
             self.socks[a] = s
         for svc in self.cfg["services"]:
@@ -151,12 +157,7 @@ class App:
             if not grp or any(g == grp for g, _ in self.mcast_socks):
                 continue
             try:
-                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                try:
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                except Exception:  # noqa: BLE001
-                    pass
-                s.bind(_sockaddr(grp, WCCP_PORT))
+                s = _udp_bound(grp)
                 s.setsockopt(0, getattr(socket, "IP_ADD_MEMBERSHIP", 35),
                              _inet(grp) + _inet(self.cfg["addresses"][0]))
                 s.setblocking(False)

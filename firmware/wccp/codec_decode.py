@@ -70,6 +70,34 @@ def _count(b, o, end, size, what):
     return n
 
 
+def _drop(d, keys):
+    """Delete what a reused dict still holds of keys."""
+    for k in keys:
+        if k in d:
+            del d[k]
+
+
+def _dec_u32s(b, o, end, p, k, what):
+    """A 32-bit count at o and that many 32-bit values -> p[k] (int list); returns the new offset."""
+    n = _count(b, o, end, 4, what)
+    o += 4
+    lst = _int_list(p, k, n)
+    for i in range(n):
+        lst[i] = _g32(b, o)
+        o += 4
+    return o
+
+
+def _dec_list(b, o, end, p, k, size, what, dec_el):
+    """A 32-bit count at o and that many elements (size bytes at least each), each decoded by
+    dec_el into a dict of the list p[k]; returns the new offset."""
+    n = _count(b, o, end, size, what)
+    o += 4
+    for e in _dict_list(p, k, n):
+        o = dec_el(b, o, end, e)
+    return o
+
+
 def _dec_masks(b, o, d):
     d["src_addr"] = _g32(b, o)
     d["dst_addr"] = _g32(b, o + 4)
@@ -77,48 +105,47 @@ def _dec_masks(b, o, d):
     d["dst_port"] = _g16(b, o + 10)
 
 
+def _dec_value(b, o, end, v):
+    """Value Element (the mask fields and a cache address, 16 bytes; its count was checked)."""
+    _dec_masks(b, o, v)
+    v["cache_address"] = _g32(b, o + 12)
+    return o + 16
+
+
+def _dec_wc_value(b, o, end, w):
+    """rev1 Web-Cache Value Element: cache address and its value sequence numbers."""
+    _need(o, 8, end, "web-cache value element")
+    w["cache_address"] = _g32(b, o)
+    return _dec_u32s(b, o + 4, end, w, "vsns", "value sequence number")
+
+
+def _dec_sets(b, o, end, p, k, what, ekey, esize, ewhat, dec_el):
+    """A set list at o -> p[k]: count, then per set its masks and a counted list of elements
+    (esize bytes at least each) decoded by dec_el into s[ekey]; returns the new offset."""
+    n = _count(b, o, end, 16, what)
+    o += 4
+    for s in _dict_list(p, k, n):
+        _need(o, 16, end, what, " element")
+        _dec_masks(b, o, _sub(s, "masks"))
+        o = _dec_list(b, o + 12, end, s, ekey, esize, ewhat, dec_el)
+    return o
+
+
 def _dec_mvsets(b, o, end, p, k):
     """Mask/Value Set List at o -> p[k] (list); returns the new offset."""
-    n = _count(b, o, end, 16, "mask/value set")
-    o += 4
-    sets = _dict_list(p, k, n)
-    for s in sets:
-        _need(o, 16, end, "mask/value set element")
-        _dec_masks(b, o, _sub(s, "masks"))
-        nv = _count(b, o + 12, end, 16, "value element")
-        o += 16
-        vals = _dict_list(s, "values", nv)
-        for v in vals:
-            v["src_addr"] = _g32(b, o)
-            v["dst_addr"] = _g32(b, o + 4)
-            v["src_port"] = _g16(b, o + 8)
-            v["dst_port"] = _g16(b, o + 10)
-            v["cache_address"] = _g32(b, o + 12)
-            o += 16
-    return o
+    return _dec_sets(b, o, end, p, k, "mask/value set", "values", 16, "value element", _dec_value)
 
 
 def _dec_altsets(b, o, end, p, k):
     """rev1 Alternate Mask/Value Set List -> p[k]."""
-    n = _count(b, o, end, 16, "alternate mask/value set")
-    o += 4
-    sets = _dict_list(p, k, n)
-    for s in sets:
-        _need(o, 16, end, "alternate mask/value set element")
-        _dec_masks(b, o, _sub(s, "masks"))
-        nc = _count(b, o + 12, end, 8, "web-cache value element")
-        o += 16
-        wcs = _dict_list(s, "web_cache_values", nc)
-        for w in wcs:
-            _need(o, 8, end, "web-cache value element")
-            w["cache_address"] = _g32(b, o)
-            nv = _count(b, o + 4, end, 4, "value sequence number")
-            o += 8
-            vs = _int_list(w, "vsns", nv)
-            for i in range(nv):
-                vs[i] = _g32(b, o)
-                o += 4
-    return o
+    return _dec_sets(b, o, end, p, k, "alternate mask/value set", "web_cache_values", 8,
+                     "web-cache value element", _dec_wc_value)
+
+
+# what a reused identity element must not keep, by assignment data type
+_NOT_HASH = ("mask_value_sets", "extended_type", "extended_data")
+_NOT_MASK = ("bucket_bitmap", "extended_type", "extended_data")
+_NO_DATA = ("bucket_bitmap", "mask_value_sets", "weight", "status", "extended_type", "extended_data")
 
 
 def _dec_identity(b, o, end, el):
@@ -137,22 +164,16 @@ def _dec_identity(b, o, end, el):
         el["weight"] = _g16(b, o + 32)
         el["status"] = _g16(b, o + 34)
         o += 36
-        for k in ("mask_value_sets", "extended_type", "extended_data"):
-            if k in el:
-                del el[k]
+        _drop(el, _NOT_HASH)
     elif dt == 1:
         o = _dec_mvsets(b, o, end, el, "mask_value_sets")
         _need(o, 4, end, "mask assignment weight/status")
         el["weight"] = _g16(b, o)
         el["status"] = _g16(b, o + 2)
         o += 4
-        for k in ("bucket_bitmap", "extended_type", "extended_data"):
-            if k in el:
-                del el[k]
+        _drop(el, _NOT_MASK)
     else:
-        for k in ("bucket_bitmap", "mask_value_sets", "weight", "status", "extended_type", "extended_data"):
-            if k in el:
-                del el[k]
+        _drop(el, _NO_DATA)
         if dt == 3:
             _need(o, 4, end, "extended assignment data")
             el["extended_type"] = _g16(b, o)
@@ -169,27 +190,30 @@ def _dec_key(b, o, d):
     k["change_number"] = _g32(b, o + 4)
 
 
-def _dec_rtr_assign(b, o, end, d):
-    """Router Assignment Elements (count + 12 each) -> d['routers']; returns offset."""
-    n = _count(b, o, end, 12, "router assignment element")
+def _dec_routers(b, o, end, d, size, what):
+    """Router ID Elements (count + 8 each) or Router Assignment Elements (count + 12 each,
+    with the member change number) -> d['routers']; returns the new offset."""
+    n = _count(b, o, end, size, what)
     o += 4
-    rs = _dict_list(d, "routers", n)
-    for r in rs:
+    for r in _dict_list(d, "routers", n):
         r["router_id"] = _g32(b, o)
         r["receive_id"] = _g32(b, o + 4)
-        r["member_change_number"] = _g32(b, o + 8)
-        o += 12
+        if size == 12:
+            r["member_change_number"] = _g32(b, o + 8)
+        o += size
     return o
+
+
+def _dec_key_routers(b, o, end, d):
+    """Assignment key and Router Assignment Elements; returns the new offset."""
+    _need(o, 8, end, "assignment key")
+    _dec_key(b, o, d)
+    return _dec_routers(b, o + 8, end, d, 12, "router assignment element")
 
 
 def _dec_hash_buckets(b, o, end, d):
     """Hash Buckets Assignment Element: cache count + caches + 256 bucket bytes."""
-    n = _count(b, o, end, 4, "web-cache")
-    o += 4
-    wc = _int_list(d, "web_caches", n)
-    for i in range(n):
-        wc[i] = _g32(b, o)
-        o += 4
+    o = _dec_u32s(b, o, end, d, "web_caches", "web-cache")
     _need(o, 256, end, "bucket table")
     d["buckets"] = b[o:o + 256]
     return o + 256
@@ -233,57 +257,26 @@ def _dec_router_identity(b, o, end, d):
     d["router_id"] = _g32(b, o)
     d["receive_id"] = _g32(b, o + 4)
     d["sent_to"] = _g32(b, o + 8)
-    n = _count(b, o + 12, end, 4, "received-from address")
-    o += 16
-    lst = _int_list(d, "received_from", n)
-    for i in range(n):
-        lst[i] = _g32(b, o)
-        o += 4
-    return o
+    return _dec_u32s(b, o + 12, end, d, "received_from", "received-from address")
 
 
 def _dec_router_view(b, o, end, d):
     _need(o, 16, end, "Router View Info")
     d["member_change_number"] = _g32(b, o)
     _dec_key(b, o + 4, d)
-    n = _count(b, o + 12, end, 4, "router")
-    o += 16
-    rs = _int_list(d, "routers", n)
-    for i in range(n):
-        rs[i] = _g32(b, o)
-        o += 4
-    m = _count(b, o, end, 8, "web-cache identity element")
-    o += 4
-    wcs = _dict_list(d, "web_caches", m)
-    for el in wcs:
-        o = _dec_identity(b, o, end, el)
-    return o
+    o = _dec_u32s(b, o + 12, end, d, "routers", "router")
+    return _dec_list(b, o, end, d, "web_caches", 8, "web-cache identity element", _dec_identity)
 
 
 def _dec_wc_view(b, o, end, d):
     _need(o, 8, end, "Web-Cache View Info")
     d["change_number"] = _g32(b, o)
-    n = _count(b, o + 4, end, 8, "router ID element")
-    o += 8
-    rs = _dict_list(d, "routers", n)
-    for r in rs:
-        r["router_id"] = _g32(b, o)
-        r["receive_id"] = _g32(b, o + 4)
-        o += 8
-    m = _count(b, o, end, 4, "web-cache")
-    o += 4
-    wc = _int_list(d, "web_caches", m)
-    for i in range(m):
-        wc[i] = _g32(b, o)
-        o += 4
-    return o
+    o = _dec_routers(b, o + 4, end, d, 8, "router ID element")
+    return _dec_u32s(b, o, end, d, "web_caches", "web-cache")
 
 
 def _dec_assignment_info(b, o, end, d):
-    _need(o, 8, end, "assignment key")
-    _dec_key(b, o, d)
-    o = _dec_rtr_assign(b, o + 8, end, d)
-    return _dec_hash_buckets(b, o, end, d)
+    return _dec_hash_buckets(b, _dec_key_routers(b, o, end, d), end, d)
 
 
 def _dec_query(b, o, end, d):
@@ -320,47 +313,37 @@ def _assign_len_ok(alen, body):
     return alen == body or alen + 4 == body or alen == body + 4
 
 
-def _dec_alt_assignment(b, o, end, d):
-    _need(o, 4, end, "Alternate Assignment header")
+_ALT_BODIES = ("web_caches", "buckets", "mask_value_sets", "alt_mask_value_sets")
+
+
+def _dec_alt_body(b, o, end, d, with_key, what):
+    """Alternate Assignment (with_key: key and router elements first) or Alternate Assignment
+    Map: type, length, then the body of that type."""
+    _need(o, 4, end, what, " header")
     at = _g16(b, o)
     alen = _g16(b, o + 2)
     o += 4
     if not _assign_len_ok(alen, end - o):
-        raise WccpError("Alternate Assignment length %d does not match %d body bytes" % (alen, end - o))
+        raise WccpError("%s length %d does not match %d body bytes" % (what, alen, end - o))
     d["assignment_type"] = at
-    for k in ("web_caches", "buckets", "mask_value_sets", "alt_mask_value_sets"):
-        if k in d:
-            del d[k]
-    _need(o, 8, end, "assignment key")
-    _dec_key(b, o, d)
-    o = _dec_rtr_assign(b, o + 8, end, d)
+    _drop(d, _ALT_BODIES)
+    if with_key:
+        o = _dec_key_routers(b, o, end, d)
     if at == 0:
         return _dec_hash_buckets(b, o, end, d)
     if at == 1:
         return _dec_mvsets(b, o, end, d, "mask_value_sets")
     if at == 2:
         return _dec_altsets(b, o, end, d, "alt_mask_value_sets")
-    raise WccpError("unknown alternate assignment type %d" % at)
+    raise WccpError("unknown %s type %d" % (what.lower(), at))
+
+
+def _dec_alt_assignment(b, o, end, d):
+    return _dec_alt_body(b, o, end, d, True, "Alternate Assignment")
 
 
 def _dec_alt_map(b, o, end, d):
-    _need(o, 4, end, "Alternate Assignment Map header")
-    at = _g16(b, o)
-    alen = _g16(b, o + 2)
-    o += 4
-    if not _assign_len_ok(alen, end - o):
-        raise WccpError("Alternate Assignment Map length %d does not match %d body bytes" % (alen, end - o))
-    d["assignment_type"] = at
-    for k in ("web_caches", "buckets", "mask_value_sets", "alt_mask_value_sets"):
-        if k in d:
-            del d[k]
-    if at == 0:
-        return _dec_hash_buckets(b, o, end, d)
-    if at == 1:
-        return _dec_mvsets(b, o, end, d, "mask_value_sets")
-    if at == 2:
-        return _dec_altsets(b, o, end, d, "alt_mask_value_sets")
-    raise WccpError("unknown alternate assignment map type %d" % at)
+    return _dec_alt_body(b, o, end, d, False, "Alternate Assignment Map")
 
 
 def _dec_assign_map(b, o, end, d):

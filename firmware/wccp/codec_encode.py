@@ -40,43 +40,58 @@ def _copy(buf, o, v):
     return o + n
 
 
+def _enc_u32s(buf, o, lst):
+    """A 32-bit count and lst's values, 32 bits each; returns the new offset."""
+    pack_into(">I", buf, o, len(lst))
+    o += 4
+    for a in lst:
+        pack_into(">I", buf, o, a)
+        o += 4
+    return o
+
+
+def _enc_list(buf, o, lst, enc_el):
+    """A 32-bit count and lst's elements, each written by enc_el; returns the new offset."""
+    pack_into(">I", buf, o, len(lst))
+    o += 4
+    for e in lst:
+        o = enc_el(buf, o, e)
+    return o
+
+
 def _enc_masks(buf, o, m):
     pack_into(">IIHH", buf, o, m.get("src_addr", 0), m.get("dst_addr", 0),
               m.get("src_port", 0), m.get("dst_port", 0))
     return o + 12
 
 
-def _enc_mvsets(buf, o, sets):
+def _enc_value(buf, o, v):
+    pack_into(">IIHHI", buf, o, v.get("src_addr", 0), v.get("dst_addr", 0), v.get("src_port", 0),
+              v.get("dst_port", 0), v["cache_address"])
+    return o + 16
+
+
+def _enc_wc_value(buf, o, w):
+    pack_into(">I", buf, o, w["cache_address"])
+    return _enc_u32s(buf, o + 4, w.get("vsns", ()))
+
+
+def _enc_sets(buf, o, sets, ekey, enc_el):
+    """A set list: count, then per set its masks and the counted list s[ekey] written by enc_el."""
     pack_into(">I", buf, o, len(sets))
     o += 4
     for s in sets:
         o = _enc_masks(buf, o, s.get("masks", {}))
-        vals = s.get("values", ())
-        pack_into(">I", buf, o, len(vals))
-        o += 4
-        for v in vals:
-            pack_into(">IIHHI", buf, o, v.get("src_addr", 0), v.get("dst_addr", 0), v.get("src_port", 0),
-                      v.get("dst_port", 0), v["cache_address"])
-            o += 16
+        o = _enc_list(buf, o, s.get(ekey, ()), enc_el)
     return o
+
+
+def _enc_mvsets(buf, o, sets):
+    return _enc_sets(buf, o, sets, "values", _enc_value)
 
 
 def _enc_altsets(buf, o, sets):
-    pack_into(">I", buf, o, len(sets))
-    o += 4
-    for s in sets:
-        o = _enc_masks(buf, o, s.get("masks", {}))
-        wcs = s.get("web_cache_values", ())
-        pack_into(">I", buf, o, len(wcs))
-        o += 4
-        for w in wcs:
-            vs = w.get("vsns", ())
-            pack_into(">II", buf, o, w["cache_address"], len(vs))
-            o += 8
-            for v in vs:
-                pack_into(">I", buf, o, v)
-                o += 4
-    return o
+    return _enc_sets(buf, o, sets, "web_cache_values", _enc_wc_value)
 
 
 _DT_CODES = {"hash": 0, "mask": 1, "none": 2, "extended": 3}
@@ -131,12 +146,7 @@ def _enc_rtr_assign(buf, o, routers):
 
 
 def _enc_hash_buckets(buf, o, d):
-    wc = d.get("web_caches", ())
-    pack_into(">I", buf, o, len(wc))
-    o += 4
-    for a in wc:
-        pack_into(">I", buf, o, a)
-        o += 4
+    o = _enc_u32s(buf, o, d.get("web_caches", ()))
     bk = d.get("buckets")
     if bk is None:
         for i in range(o, o + 256):
@@ -168,30 +178,15 @@ def _enc_service(buf, o, d):
 
 
 def _enc_router_identity(buf, o, d):
-    rf = d.get("received_from", ())
-    pack_into(">IIII", buf, o, d["router_id"], d.get("receive_id", 0), d.get("sent_to", 0), len(rf))
-    o += 16
-    for a in rf:
-        pack_into(">I", buf, o, a)
-        o += 4
-    return o
+    pack_into(">III", buf, o, d["router_id"], d.get("receive_id", 0), d.get("sent_to", 0))
+    return _enc_u32s(buf, o + 12, d.get("received_from", ()))
 
 
 def _enc_router_view(buf, o, d):
     pack_into(">I", buf, o, d.get("member_change_number", 0))
     o = _enc_key(buf, o + 4, d)
-    rs = d.get("routers", ())
-    pack_into(">I", buf, o, len(rs))
-    o += 4
-    for a in rs:
-        pack_into(">I", buf, o, a)
-        o += 4
-    wcs = d.get("web_caches", ())
-    pack_into(">I", buf, o, len(wcs))
-    o += 4
-    for el in wcs:
-        o = _enc_identity(buf, o, el)
-    return o
+    o = _enc_u32s(buf, o, d.get("routers", ()))
+    return _enc_list(buf, o, d.get("web_caches", ()), _enc_identity)
 
 
 def _enc_wc_view(buf, o, d):
@@ -201,13 +196,7 @@ def _enc_wc_view(buf, o, d):
     for r in rs:
         pack_into(">II", buf, o, r["router_id"], r.get("receive_id", 0))
         o += 8
-    wc = d.get("web_caches", ())
-    pack_into(">I", buf, o, len(wc))
-    o += 4
-    for a in wc:
-        pack_into(">I", buf, o, a)
-        o += 4
-    return o
+    return _enc_u32s(buf, o, d.get("web_caches", ()))
 
 
 def _enc_assignment_info(buf, o, d):

@@ -30,6 +30,8 @@ except ImportError:  # CPython
     def const(x):
         return x
 
+from wccp.arp import ARP_TPA, arp_probe, put_ipv4
+
 RETRY_MS = const(250)           # first re-probe of an unanswered cache
 MAX_RETRY_MS = const(8000)      # re-probe interval cap for a cache that never answers
 REFRESH_MS = const(30000)       # re-probe of a found cache (it may have moved)
@@ -56,12 +58,7 @@ class Discovery:
         self.dp = dp
         self.mac = bytes(mac)
         self.ports = (1 << num_ports) - 1
-        f = bytearray(42)
-        f[0:6] = b"\xff" * 6
-        f[6:12] = self.mac
-        f[12:22] = b"\x08\x06\x00\x01\x08\x00\x06\x04\x00\x01"   # ARP, Ethernet/IPv4, request
-        f[22:28] = self.mac             # sender MAC; sender IP 0.0.0.0, target MAC 0 (probe)
-        self.frame = f
+        self.frame = arp_probe(self.mac)    # the target IP is set per probe
         self.where = {}     # address -> [mac, port, ms learnt]
         self.probes = {}    # address -> [ms of the last probe, retry interval]
         self.seen = 0       # ARP captures consumed
@@ -132,10 +129,7 @@ class Discovery:
             if p is not None and _tdiff(now, p[0]) < p[1]:
                 continue
             f = self.frame
-            f[38] = (a >> 24) & 0xFF
-            f[39] = (a >> 16) & 0xFF
-            f[40] = (a >> 8) & 0xFF
-            f[41] = a & 0xFF
+            put_ipv4(f, ARP_TPA, a)
             try:
                 self.dp.send_frame(self.ports, f)
             except NotImplementedError:

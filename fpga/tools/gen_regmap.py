@@ -3,7 +3,8 @@
 
 Outputs:
   fpga/rtl/wccp_regmap.vh   Verilog `defines (word addresses, strides, limits, constants)
-  firmware/wccp/regmap.py   MicroPython/CPython constants (const()) and address helpers
+  firmware/wccp/regmap.py   MicroPython/CPython constants (const()); the helpers that pack
+                            register contents are hand-written in firmware/wccp/regpack.py
   docs/regmap.md            human-readable register map and SPI transaction format
 
     python fpga/tools/gen_regmap.py          # rewrite the three files
@@ -61,67 +62,13 @@ def gen_vh(rm):
     return "\n".join(out) + "\n"
 
 
-PY_HELPERS = '''
+# The register-content helpers are hand-written in wccp.regpack (which imports its constants
+# from the generated module); this line keeps them reachable as wccp.regmap.<name> for the
+# importers that still use them there.
+PY_REEXPORT = """
 
-def reg_addr(block_base, block_stride, index, offset, reg_stride=0, reg_index=0):
-    """Word address of register `offset` (element reg_index) in instance `index` of a block."""
-    return block_base + block_stride * index + offset + reg_stride * reg_index
-
-
-def mac_words(mac):
-    """(HI, LO) register words for a 6-byte MAC."""
-    return (mac[0] << 8) | mac[1], (mac[2] << 24) | (mac[3] << 16) | (mac[4] << 8) | mac[5]
-
-
-def pack_bytes(data):
-    """Pack bytes 4 per 32-bit word, big-endian (first byte in [31:24]); pads with 0xFF."""
-    words = []
-    for i in range(0, len(data), 4):
-        w = 0
-        for j in range(4):
-            b = data[i + j] if i + j < len(data) else 0xFF
-            w = (w << 8) | b
-        words.append(w)
-    return words
-
-
-def mask_key(src_addr, dst_addr, src_port, dst_port):
-    """The 96-bit mask key: src_ip<<64 | dst_ip<<32 | src_port<<16 | dst_port."""
-    return (src_addr << 64) | (dst_addr << 32) | (src_port << 16) | dst_port
-
-
-def compile_mask_set(masks, values):
-    """Compile one mask/value set for the hardware.
-
-    masks: (src_addr, dst_addr, src_port, dst_port); values: [(src, dst, sport, dport, cache_index)].
-    Returns (bitpos0_word, bitpos1_word, table) where table is MASK_TABLE_SIZE bytes
-    (cache index or MASK_NO_MATCH). Raises ValueError when the mask has more than MASK_BITS bits.
-    The first value (in order) wins; values with bits outside the mask never match.
-    """
-    m = mask_key(masks[0], masks[1], masks[2], masks[3])
-    pos = []
-    for i in range(96):
-        if (m >> i) & 1:
-            pos.append(i)
-    if len(pos) > MASK_BITS:
-        raise ValueError("mask has more than %d bits" % MASK_BITS)
-    table = bytearray(b"\\xff" * MASK_TABLE_SIZE)
-    for v in values:
-        k = mask_key(v[0], v[1], v[2], v[3])
-        if k & ~m:
-            continue
-        idx = 0
-        for j in range(len(pos)):
-            idx |= ((k >> pos[j]) & 1) << j
-        if table[idx] == 0xFF:
-            table[idx] = v[4] & 0x7F
-    pb = [0] * 7
-    for j in range(len(pos)):
-        pb[j] = pos[j] | BITPOS_VALID
-    w0 = pb[0] | (pb[1] << 8) | (pb[2] << 16) | (pb[3] << 24)
-    w1 = pb[4] | (pb[5] << 8) | (pb[6] << 16)
-    return w0, w1, table
-'''
+from wccp.regpack import compile_mask_set, mac_words, mask_key, pack_bytes, reg_addr  # noqa: E402,F401
+"""
 
 
 def gen_py(rm):
@@ -148,7 +95,7 @@ def gen_py(rm):
             if "count" in reg:
                 out.append("%s_STRIDE = const(%d)" % (reg["name"], num(reg["stride"])))
                 out.append("%s_COUNT = const(%d)" % (reg["name"], num(reg["count"])))
-    return "\n".join(out) + "\n" + PY_HELPERS
+    return "\n".join(out) + "\n" + PY_REEXPORT
 
 
 SPI_DOC = """
@@ -194,7 +141,7 @@ The hardware looks each set up in one step instead of scanning the values: the s
 (at most MASK_BITS = 7 bits set over the 96-bit key src_ip<<64 | dst_ip<<32 |
 src_port<<16 | dst_port) selects up to 7 key bits, which form an index into a 128-entry
 table holding the cache index of the first value equal to key & mask (0xFF = none). Sets
-are tried in order; the first set with an entry wins. `wccp.regmap.compile_mask_set()`
+are tried in order; the first set with an entry wins. `wccp.regpack.compile_mask_set()`
 produces the register contents; a mask with more than 7 bits cannot be programmed.
 """
 

@@ -11,6 +11,7 @@ from test_fwdmodel import (
     http, model, one, svc,
 )
 
+from wccp import arp as arpframe
 from wccp import discovery
 from wccp.discovery import Discovery
 from wccp.fwdmodel import ForwardingModel
@@ -87,6 +88,18 @@ def test_send_frame():
     raises(ValueError, m.send_frame, 4, probe)
     raises(ValueError, m.send_frame, 1, b"\x00" * 13)
     raises(ValueError, m.send_frame, 1, b"\x00" * 65)
+
+
+def test_arp_probe_layout():
+    """wccp.arp's probe and offsets: what discovery sends is an RFC 5227 probe."""
+    f = arpframe.arp_probe(APP_MAC)
+    assert bytes(f) == BCAST + APP_MAC + b"\x08\x06" + arp(1, APP_MAC, 0, b"\x00" * 6, 0)
+    for ip in (CACHE_IP, 0xFEDCBA98, 0):
+        arpframe.put_ipv4(f, arpframe.ARP_TPA, ip)
+        assert bytes(f) == BCAST + APP_MAC + b"\x08\x06" + arp(1, APP_MAC, 0, b"\x00" * 6, ip)
+    assert f[arpframe.ETH_DST:arpframe.ETH_SRC] == BCAST and f[arpframe.ETH_SRC:arpframe.ETH_TYPE] == APP_MAC
+    assert f[arpframe.ARP_SHA:arpframe.ARP_SPA] == APP_MAC and f[arpframe.ARP_SPA:arpframe.ARP_THA] == bytes(4)
+    assert f[arpframe.ARP_THA:arpframe.ARP_TPA] == bytes(6) and len(f) == arpframe.ARP_FRAME_LEN == arpframe.ARP_TPA + 4
 
 
 def test_learn_sets_every_entry_of_the_address_at_once():

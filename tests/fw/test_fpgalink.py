@@ -38,6 +38,16 @@ class Broken:
         raise TransportError("SPI bus error")
 
 
+def _break(link):
+    """The SPI bus fails under the link: the next heartbeat takes it down."""
+    link.t = Broken()
+    try:
+        link.heartbeat()
+    except OSError:
+        pass
+    assert link.state == "down"
+
+
 def _program(link):
     link.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1500)
     link.set_group(0, {"service_type": 0, "service_id": 0})
@@ -107,12 +117,7 @@ def test_spi_errors_fail_open_and_fpga_reset_is_reprogrammed():
     link.heartbeat()
     assert link.state == "up" and w.fpga.commits == 1 and w.fpga.model.redirect_enabled()
     t = link.t
-    link.t = Broken()
-    try:
-        link.heartbeat()
-    except OSError:
-        pass
-    assert link.state == "down"
+    _break(link)
     link.t = t
     link.heartbeat()
     assert link.state == "up"
@@ -157,12 +162,7 @@ def test_discovery_and_policy_reach_the_fpga_and_survive_a_reprogramming():
     assert link.state == "up" and w.fpga.commits == 1
     assert w.fpga.model.cache_location(0, 0) == (mac, 1)   # the learnt location, written again
     # while the FPGA is away nothing is sent and no capture is consumed
-    link.t = Broken()
-    try:
-        link.heartbeat()
-    except OSError:
-        pass
-    assert link.state == "down"
+    _break(link)
     assert link.arp_replies(5) == (5, [])
     link.send_frame(3, frame)
 

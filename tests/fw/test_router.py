@@ -459,6 +459,14 @@ def _last_rid(r, addr, sid=None):
     return group(r, sid).caches[ip(addr)][C_RID]
 
 
+def _two_caches_hashed(r):
+    """Caches 127.0.0.2 and .3 join; .2 assigns both a hash share at t=0. The member change number."""
+    mcn = _two_caches(r)["router_view"]["member_change_number"]
+    r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2", "127.0.0.3"]),
+              "127.0.0.2", 2048, R, 0)
+    return mcn
+
+
 def test_hash_assignment_applied_atomically_and_key_reflected():
     r, dp = make()
     m = _two_caches(r)
@@ -626,10 +634,7 @@ def test_ra_method_mismatch_and_too_large():
 
 def test_removal_query_at_2_5T_and_removal_at_3T_purges_assignment():
     r, dp = make()
-    m = _two_caches(r)
-    mcn = m["router_view"]["member_change_number"]
-    r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2", "127.0.0.3"]),
-              "127.0.0.2", 2048, R, 0)
+    mcn = _two_caches_hashed(r)
     # cache 2 keeps talking, cache 3 goes silent
     t = 0
     out = []
@@ -670,10 +675,7 @@ def test_removal_query_answered_keeps_cache():
 
 def test_flush_5T_after_membership_change_without_assignment():
     r, dp = make()
-    m = _two_caches(r)
-    mcn = m["router_view"]["member_change_number"]
-    r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2", "127.0.0.3"]),
-              "127.0.0.2", 2048, R, 0)
+    _two_caches_hashed(r)
     # a third cache joins at t=1000; nobody re-assigns
     t = 1000
     join(r, "127.0.0.4", now=t)
@@ -930,10 +932,7 @@ def test_malformed_and_unauthorised_dropped_by_reason_never_raise():
 def test_status_is_json_and_complete():
     import json
     r, dp = make([{"id": 0}, {"id": 91, "type": "dynamic", "password": "pw"}])
-    m = _two_caches(r)
-    mcn = m["router_view"]["member_change_number"]
-    r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2", "127.0.0.3"]),
-              "127.0.0.2", 2048, R, 0)
+    _two_caches_hashed(r)
     r.receive(b"junk", "127.0.0.2", 2048, R, 0)
     st = json.loads(json.dumps(r.status()))
     assert st["router_id"] == R and st["boot"] == 1

@@ -23,6 +23,7 @@ import struct
 import pytest
 import wccp_tb
 from wccp import regmap as R
+from wccp import regpack
 from wccp.dataplane import (
     FWD_GRE,
     FWD_L2,
@@ -237,16 +238,16 @@ def table_images(model):
         assign = nsets = 0
         if sl.hash is not None:
             assign = R.ASSIGN_HASH
-            for w, v in enumerate(R.pack_bytes(sl.hash)):
+            for w, v in enumerate(regpack.pack_bytes(sl.hash)):
                 img[2][s * 64 + w] = v
         elif sl.mask is not None:
             assign = R.ASSIGN_MASK
             nsets = len(sl.mask)
             for k, (masks, values) in enumerate(sl.mask):
-                w0, w1, table = R.compile_mask_set(masks, values)
+                w0, w1, table = regpack.compile_mask_set(masks, values)
                 img[3][s * 8 + k * 2] = w0
                 img[3][s * 8 + k * 2 + 1] = w1
-                for w, v in enumerate(R.pack_bytes(table)):
+                for w, v in enumerate(regpack.pack_bytes(table)):
                     img[4][s * 128 + k * 32 + w] = v
         ctrl |= (int(sl.enabled) | assign << 1 | nsets << 8 | len(sl.caches) << 16) << (32 * s)
         if sl.service is not None:

@@ -1,0 +1,78 @@
+"""Register contents for the FPGA register map (docs/regmap.md): addresses, MAC words, byte
+tables packed into words, compiled mask/value sets. The map's constants are generated into
+wccp.regmap (from fpga/regmap.json); these helpers are written here, once, for the firmware
+driver, the register-level model, the testbenches and the tools. MicroPython and CPython."""
+try:
+    from micropython import const
+except ImportError:  # CPython
+    def const(x):
+        return x
+
+_KEY_BITS = const(96)           # the mask key: src_ip<<64 | dst_ip<<32 | src_port<<16 | dst_port
+_CACHE_INDEX = const(0x7F)      # a mask table entry's cache index bits
+_PAD = const(0xFF)              # pack_bytes fill byte
+
+
+def reg_addr(block_base, block_stride, index, offset, reg_stride=0, reg_index=0):
+    """Word address of register `offset` (element reg_index) in instance `index` of a block."""
+    return block_base + block_stride * index + offset + reg_stride * reg_index
+
+
+def mac_words(mac):
+    """(HI, LO) register words for a 6-byte MAC."""
+    return (mac[0] << 8) | mac[1], (mac[2] << 24) | (mac[3] << 16) | (mac[4] << 8) | mac[5]
+
+
+def pack_bytes(data):
+    """Pack bytes 4 per 32-bit word, big-endian (first byte in [31:24]); pads with 0xFF."""
+    words = []
+    for i in range(0, len(data), 4):
+        w = 0
+        for j in range(4):
+            b = data[i + j] if i + j < len(data) else _PAD
+            w = (w << 8) | b
+        words.append(w)
+    return words
+
+
+def mask_key(src_addr, dst_addr, src_port, dst_port):
+    """The 96-bit mask key: src_ip<<64 | dst_ip<<32 | src_port<<16 | dst_port."""
+    return (src_addr << 64) | (dst_addr << 32) | (src_port << 16) | dst_port
+
+
+def compile_mask_set(masks, values):
+    """Compile one mask/value set for the hardware.
+
+    masks: (src_addr, dst_addr, src_port, dst_port); values: [(src, dst, sport, dport, cache_index)].
+    Returns (bitpos0_word, bitpos1_word, table) where table is MASK_TABLE_SIZE bytes
+    (cache index or MASK_NO_MATCH). Raises ValueError when the mask has more than MASK_BITS bits.
+    The first value (in order) wins; values with bits outside the mask never match.
+    """
+    m = mask_key(masks[0], masks[1], masks[2], masks[3])
+    pos = []
+    for i in range(_KEY_BITS):
+        if (m >> i) & 1:
+            pos.append(i)
+    if len(pos) > MASK_BITS:
+        raise ValueError("mask has more than %d bits" % MASK_BITS)
+    table = bytearray(bytes((MASK_NO_MATCH,)) * MASK_TABLE_SIZE)
+    for v in values:
+        k = mask_key(v[0], v[1], v[2], v[3])
+        if k & ~m:
+            continue
+        idx = 0
+        for j in range(len(pos)):
+            idx |= ((k >> pos[j]) & 1) << j
+        if table[idx] == MASK_NO_MATCH:
+            table[idx] = v[4] & _CACHE_INDEX
+    pb = [0] * 7
+    for j in range(len(pos)):
+        pb[j] = pos[j] | BITPOS_VALID
+    w0 = pb[0] | (pb[1] << 8) | (pb[2] << 16) | (pb[3] << 24)
+    w1 = pb[4] | (pb[5] << 8) | (pb[6] << 16)
+    return w0, w1, table
+
+
+# Imported last: wccp.regmap re-exports the helpers above for importers that still reach them
+# there, so either module may be imported first (the functions read these names when called).
+from wccp.regmap import BITPOS_VALID, MASK_BITS, MASK_NO_MATCH, MASK_TABLE_SIZE  # noqa: E402
