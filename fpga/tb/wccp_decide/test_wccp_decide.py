@@ -1583,6 +1583,52 @@ async def test_decision_latency(dut):
                                       row["fin_gre"], row["fin_learn"], row["fin_not_ip"]))
 
 
+@cocotb_test
+async def test_acl_latency(dut):
+    """Cycles from in_valid to act_valid (cut-through GRE redirect, engine idle) with a
+    redirect-list on the matching slot (printed for docs/performance.md): a slot without one
+    takes no extra cycle; each entry examined adds 3 cycles (asserted: the structure); a
+    refused slot then costs its scan and the next slot's start."""
+    tb = TB(dut, 33)
+    await tb.reset()
+    client, server = 0xC0A80101, CL[1]
+    miss = [(True, 0x0A630000 + 256 * i, 0xFFFFFF00, 0, 0) for i in range(8)]   # contain nothing here
+
+    def setup(acl0, with_slot1=False):
+        m = ForwardingModel()
+        m.configure(ROUTER_ID, APPL_MAC, 1500)
+        for s in ((0, 1) if with_slot1 else (0,)):
+            m.set_group(s, {"service_type": SERVICE_DYNAMIC, "service_id": 60 + s, "priority": 100,
+                            "protocol": 6, "service_flags": SF_DST_IP_HASH, "ports": []})
+            m.set_caches(s, [cache(C_ADDR[s], mac=C_MAC[s], port=1)])
+            m.set_hash(s, [0] * 256)
+        if acl0 is not None:
+            m.set_policy(0, False, acl0)
+        m.commit()
+        m.commit()
+        m.arm(0)
+        m.heartbeat(now=0)
+        return m
+
+    async def latency(m, slot):
+        await tb.load(m)
+        exps = tb.expect(m, [mk(src=client, dst=server)])
+        assert (exps[0].reason, exps[0].decision.slot) == ("redirect_gre", slot)
+        acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="late", idle_p=1.0,
+                                          fin_p=1.0)
+        tb.check(exps, acts, lrs, ev)
+        assert acts[0]["cut"]
+        return lat[0]
+    base = await latency(setup(None), 0)
+    assert await latency(setup([]), 0) == base
+    permit = [await latency(setup(miss[:k] + [(True, 0, 0, server, 0xFFFFFFFF)]), 0) for k in range(8)]
+    refused = [await latency(setup(miss[:n], with_slot1=True), 1) for n in (1, 8)]
+    assert [b - a for a, b in zip(permit, permit[1:])] == [3] * 7, permit
+    assert refused[1] - refused[0] == 3 * 7, refused
+    print("ACL_LATENCY no_list=%d permit_at_entry=%s refused_after_1=%d refused_after_8=%d" % (
+        base, ",".join("%d:%d" % (k, v) for k, v in enumerate(permit)), refused[0], refused[1]))
+
+
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_decide(sim):
     here = pathlib.Path(__file__).resolve().parent
@@ -1601,4 +1647,4 @@ def test_wccp_decide(sim):
     # decision cycles on a fresh engine: the prefilter's bits are only ever set (until power-up),
     # so the other tests' random cache addresses would make client sources scan too
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
-                    extra_env={"WCCP_DECIDE_PORT": "0"}, testcase=["test_decision_latency"])
+                    extra_env={"WCCP_DECIDE_PORT": "0"}, testcase=["test_decision_latency", "test_acl_latency"])
