@@ -1623,7 +1623,7 @@ async def test_acl_latency(dut):
     assert await latency(setup([]), 0) == base
     permit = [await latency(setup(miss[:k] + [(True, 0, 0, server, 0xFFFFFFFF)]), 0) for k in range(8)]
     refused = [await latency(setup(miss[:n], with_slot1=True), 1) for n in (1, 8)]
-    assert [b - a for a, b in zip(permit, permit[1:])] == [3] * 7, permit
+    assert [permit[k + 1] - permit[k] for k in range(7)] == [3] * 7, permit
     assert refused[1] - refused[0] == 3 * 7, refused
     print("ACL_LATENCY no_list=%d permit_at_entry=%s refused_after_1=%d refused_after_8=%d" % (
         base, ",".join("%d:%d" % (k, v) for k, v in enumerate(permit)), refused[0], refused[1]))

@@ -320,7 +320,7 @@ async def test_acl_commit_atomic(dut):
         seen = []
         done = [False]
 
-        async def reader():
+        async def reader(seen, done):
             pend = []
             while not done[0]:
                 await Timer(1, "ns")
@@ -335,7 +335,7 @@ async def test_acl_commit_atomic(dut):
                         seen.append((lv, a0, int(d.acl_rdata0.value), a1, int(d.acl_rdata1.value)))
                 await RisingEdge(d.clk)
         live0 = int(d.live.value)
-        task = cocotb.start_soon(reader())
+        task = cocotb.start_soon(reader(seen, done))
         for _ in range(20):
             await RisingEdge(d.clk)
         await commit_and_wait(tb)
@@ -346,9 +346,9 @@ async def test_acl_commit_atomic(dut):
         before = [x for x in seen if x[0] == live0]
         after = [x for x in seen if x[0] != live0]
         assert len(before) >= 20 and len(after) >= 15, (len(before), len(after))
-        for lv, a0, v0, a1, v1 in before:
+        for _lv, a0, v0, a1, v1 in before:
             assert (v0, v1) == (old[a0], old[a1]), (rnd, "before the swap", a0, hex(v0), a1, hex(v1))
-        for lv, a0, v0, a1, v1 in after:
+        for _lv, a0, v0, a1, v1 in after:
             assert (v0, v1) == (new[a0], new[a1]), (rnd, "after the swap", a0, hex(v0), a1, hex(v1))
         old = new
     await Timer(1, "ns")
