@@ -381,10 +381,10 @@ module wccp_regs #(
         .a_rdata(acl_rdata0), .b_addr(acl_raddr1), .b_rdata(acl_rdata1));
     // the valid bits, set from the access's group (a[7:5]) and its one-hot offset (a_oh)
     reg  [7:0]  g_oh;
-    integer gk;
+    integer gk, go;
     always @(posedge clk)
-        for (gk = 0; gk < 8; gk = gk + 1)
-            g_oh[gk] <= (reg_addr[7:5] == gk[2:0]);
+        for (go = 0; go < 8; go = go + 1)
+            g_oh[go] <= (reg_addr[7:5] == go[2:0]);
     always @(posedge clk)
         for (gk = 0; gk < 256; gk = gk + 1)
             if (rst) gvalid[gk] <= 1'b0;
