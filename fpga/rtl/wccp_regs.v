@@ -360,13 +360,12 @@ module wccp_regs #(
     // ---------------- group configuration ----------------
     // The shadow copy is a 256 x 32 block RAM (wccp_bram: address slot*32 + register offset,
     // registers 0..6 and the redirect-list words 8..31) written from the bus, with a valid bit
-    // per word (cleared by reset: a word never written since reads as 0, as a reset register
+    // per word (forgotten at reset: a word never written since reads as 0, as a reset register
     // would). A commit copies it a word a cycle while the engines are held (gc_cp: 256
     // reads): registers 0..6 into the live flip-flops (the last write four cycles after the
     // last read), every word into the live redirect-list RAM (acl, two cycles after its
     // read), then swaps the globals and the table banks (commit_go). The engines see the live
     // copy only when hold is clear: wholly old before the swap, wholly new after it.
-    reg  [255:0] gvalid;                 // per RAM word: written since reset
     wire        g_wr = p_wr && in_group && a[4:0] != 5'd7;
     wire [31:0] gc_q;                    // the word at gc_a, two cycles later
     /* verilator lint_off PINCONNECTEMPTY */
@@ -379,22 +378,31 @@ module wccp_regs #(
     wccp_bram #(.AW(8), .DW(32)) acl (
         .clk(clk), .a_we(gc_v2), .a_addr(gc_v2 ? gc_a2 : acl_raddr0), .a_wdata(gc_ok ? gc_q : 32'd0),
         .a_rdata(acl_rdata0), .b_addr(acl_raddr1), .b_rdata(acl_rdata1));
-    // the valid bits, set from the access's group (a[7:5]) and its one-hot offset (a_oh)
-    reg  [7:0]  g_oh;
-    integer gk, go;
-    always @(posedge clk)
-        for (go = 0; go < 8; go = go + 1)
-            g_oh[go] <= (reg_addr[7:5] == go[2:0]);
-    always @(posedge clk)
-        for (gk = 0; gk < 256; gk = gk + 1)
-            if (rst) gvalid[gk] <= 1'b0;
-            else if (g_wr && g_oh[gk / 32] && a_oh[gk % 32]) gvalid[gk] <= 1'b1;
+    // The valid bits: a row of 8 per 8 words (row = address[7:5], bit = address[2:0]) in
+    // distributed RAM (asynchronous read), in two copies written alike: one read by the bus
+    // write (read-modify-write in its cycle), one by the commit copy; and a flip-flop per row,
+    // cleared by reset, that says whether the row was written since (if not, its bits read as
+    // 0 and its first write writes the whole row).
+    reg  [7:0]  vram_w [0:31];
+    reg  [7:0]  vram_c [0:31];
+    reg  [31:0] vrow;
+    wire [7:0]  v_old = vrow[a[7:3]] ? vram_w[a[7:3]] : 8'd0;
+    wire [7:0]  v_new = v_old | (8'd1 << a[2:0]);
+    wire [7:0]  v_cp = vrow[gc_a[7:3]] ? vram_c[gc_a[7:3]] : 8'd0;
+    always @(posedge clk) begin
+        if (g_wr) begin
+            vram_w[a[7:3]] <= v_new;
+            vram_c[a[7:3]] <= v_new;
+        end
+        if (rst) vrow <= 32'd0;
+        else if (g_wr) vrow[a[7:3]] <= 1'b1;
+    end
     // the copy: read address gc_a (the RAM answers two cycles later), then the word, its valid
     // bit and its (slot, register) strobe registered per slot (timing: the data fans out to
     // 1 792 flip-flops), then applied
     reg  [7:0]  gc_a, gc_a1, gc_a2;
-    reg         gc_v1, gc_v2, gc_ok;     // gc_ok: gvalid of gc_a2's word
-    reg  [7:0]  gc_v8;                   // gvalid of gc_a1's slot (picked with gc_a)
+    reg         gc_v1, gc_v2, gc_ok;     // gc_ok: the valid bit of gc_a2's word
+    reg  [7:0]  gc_v8;                   // the valid bits of gc_a1's row (read with gc_a)
     reg  [55:0] gc_hit;
     reg  [255:0] gc_d;
     integer gj, gi;
@@ -403,7 +411,7 @@ module wccp_regs #(
         gc_a2 <= gc_a1;
         gc_v1 <= gc_cp && !rst;
         gc_v2 <= gc_v1 && !rst;
-        gc_v8 <= gvalid[{gc_a[7:3], 3'd0} +: 8];     // the lookup in two steps (timing)
+        gc_v8 <= v_cp;                   // the lookup in two steps (timing)
         gc_ok <= gc_v8[gc_a1[2:0]];
         for (gj = 0; gj < 8; gj = gj + 1) begin
             for (gi = 0; gi < 7; gi = gi + 1)
