@@ -378,24 +378,35 @@ module wccp_regs #(
     wccp_bram #(.AW(8), .DW(32)) acl (
         .clk(clk), .a_we(gc_v2), .a_addr(gc_v2 ? gc_a2 : acl_raddr0), .a_wdata(gc_ok ? gc_q : 32'd0),
         .a_rdata(acl_rdata0), .b_addr(acl_raddr1), .b_rdata(acl_rdata1));
-    // The valid bits: a row of 8 per 8 words (row = address[7:5], bit = address[2:0]) in
+    // The valid bits: a row of 8 per 8 words (row = address[7:3], bit = address[2:0]) in
     // distributed RAM (asynchronous read), in two copies written alike: one read by the bus
-    // write (read-modify-write in its cycle), one by the commit copy; and a flip-flop per row,
-    // cleared by reset, that says whether the row was written since (if not, its bits read as
-    // 0 and its first write writes the whole row).
+    // write, one by the commit copy; and a flip-flop per row, cleared by reset, that says
+    // whether the row was written since (if not, its bits read as 0 and its first write
+    // writes the whole row). A bus write reads its row and the row's flag (registered with
+    // the write's row and bit) and writes the row back with its bit set a cycle later (v_we);
+    // when the write before it, being written back in that cycle, is to the same row, it
+    // takes that one's row instead (v_fwd, v_last).
     reg  [7:0]  vram_w [0:31];
     reg  [7:0]  vram_c [0:31];
     reg  [31:0] vrow;
-    wire [7:0]  v_old = vrow[a[7:3]] ? vram_w[a[7:3]] : 8'd0;
-    wire [7:0]  v_new = v_old | (8'd1 << a[2:0]);
-    wire [7:0]  v_cp = vrow[gc_a[7:3]] ? vram_c[gc_a[7:3]] : 8'd0;
+    reg  [7:0]  v_rd, v_bit, v_last;
+    reg  [4:0]  v_row;
+    reg         v_we, v_rv, v_fwd;
+    wire [7:0]  v_new = (v_fwd ? v_last : v_rv ? v_rd : 8'd0) | v_bit;
     always @(posedge clk) begin
-        if (g_wr) begin
-            vram_w[a[7:3]] <= v_new;
-            vram_c[a[7:3]] <= v_new;
+        v_rd <= vram_w[a[7:3]];
+        v_rv <= vrow[a[7:3]];
+        v_fwd <= v_we && v_row == a[7:3];
+        v_bit <= 8'd1 << a[2:0];
+        v_row <= a[7:3];
+        v_we <= g_wr && !rst;
+        if (v_we) begin
+            vram_w[v_row] <= v_new;
+            vram_c[v_row] <= v_new;
+            v_last <= v_new;
         end
         if (rst) vrow <= 32'd0;
-        else if (g_wr) vrow[a[7:3]] <= 1'b1;
+        else if (v_we) vrow[v_row] <= 1'b1;
     end
     // the copy: read address gc_a (the RAM answers two cycles later), then the word, its valid
     // bit and its (slot, register) strobe registered per slot (timing: the data fans out to
@@ -403,6 +414,7 @@ module wccp_regs #(
     reg  [7:0]  gc_a, gc_a1, gc_a2;
     reg         gc_v1, gc_v2, gc_ok;     // gc_ok: the valid bit of gc_a2's word
     reg  [7:0]  gc_v8;                   // the valid bits of gc_a1's row (read with gc_a)
+    reg         gc_vr;                   // and the row's written-since-reset flag
     reg  [55:0] gc_hit;
     reg  [255:0] gc_d;
     integer gj, gi;
@@ -411,8 +423,9 @@ module wccp_regs #(
         gc_a2 <= gc_a1;
         gc_v1 <= gc_cp && !rst;
         gc_v2 <= gc_v1 && !rst;
-        gc_v8 <= v_cp;                   // the lookup in two steps (timing)
-        gc_ok <= gc_v8[gc_a1[2:0]];
+        gc_v8 <= vram_c[gc_a[7:3]];      // the lookup in two steps (timing)
+        gc_vr <= vrow[gc_a[7:3]];
+        gc_ok <= gc_vr && gc_v8[gc_a1[2:0]];
         for (gj = 0; gj < 8; gj = gj + 1) begin
             for (gi = 0; gi < 7; gi = gi + 1)
                 gc_hit[gj * 7 + gi] <= gc_v2 && gc_a2 == {gj[2:0], 2'b00, gi[2:0]} && !rst;

@@ -44,10 +44,14 @@ module wccp_stats (
     output reg  [31:0] rdata,
     output reg         rvalid
 );
-    // two or more of five bits set
-    function two5(input [4:0] x);
-        two5 = (x[0] & (x[1] | x[2] | x[3] | x[4])) | (x[1] & (x[2] | x[3] | x[4])) |
-               (x[2] & (x[3] | x[4])) | (x[3] & x[4]);
+    // set bits of the 12 cause bits
+    function [3:0] pop12(input [11:0] x);
+        integer i;
+        begin
+            pop12 = 4'd0;
+            for (i = 0; i < 12; i = i + 1)
+                pop12 = pop12 + {3'd0, x[i]};
+        end
     endfunction
 
     // ---------------- wheel ----------------
@@ -134,7 +138,9 @@ module wccp_stats (
             // decision FIFO (distributed RAM, registered head)
             // the decision event is registered first (it comes from the engine, far away)
             // (with a flag "no cause bit", so that the head's hcz is loaded without a compare
-            // after the FIFO's distributed RAM)
+            // after the FIFO's distributed RAM; and the number of cause bits, counted in a stage
+            // of its own and written into the FIFO with the record, so that "two or more
+            // pending" is a compare of a counter)
             reg  [28:0] e_rec;
             reg         e_any;
             always @(posedge clk) begin
@@ -142,15 +148,22 @@ module wccp_stats (
                           ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
                 e_any <= !rst && (ev_slot[p] || (|ev_cause[p*12 +: 12]));
             end
-            reg  [28:0] fm [0:15];
+            reg  [32:0] e_rec2;
+            reg         e_any2;
+            always @(posedge clk) begin
+                e_rec2 <= {pop12(e_rec[27:16]), e_rec};
+                e_any2 <= e_any && !rst;
+            end
+            reg  [32:0] fm [0:15];
             reg  [4:0]  fw, fr;
             always @(posedge clk) begin
-                if (e_any)
-                    fm[fw[3:0]] <= e_rec;
+                if (e_any2)
+                    fm[fw[3:0]] <= e_rec2;
             end
-            wire [28:0] fh = fm[fr[3:0]];
+            wire [32:0] fh = fm[fr[3:0]];
             reg         hv;           // head holds a record with something left to count
             reg  [11:0] hc;           // head: cause bits not yet counted
+            reg  [3:0]  hn;           // head: their number
             reg         hs;           // head: slot match not yet counted
             reg  [2:0]  hsi;
             reg  [11:0] hb;
@@ -169,8 +182,7 @@ module wccp_stats (
                 ci = 4'd0;
                 for (k = 11; k >= 0; k = k - 1)
                     if (hc[k]) ci = k[3:0];
-                multi = (|hc[4:0] && |hc[9:5]) || two5(hc[4:0]) || two5(hc[9:5]) ||
-                        (hc[10] && |hc[9:0]) || (hc[11] && |hc[10:0]);
+                multi = |hn[3:1];
             end
             reg  [5:0]  cw;           // word of the cause counter: p*16 + 6 + ci, 48 + p for 10,
                                       // 50 + p for 11
@@ -194,20 +206,21 @@ module wccp_stats (
             always @(posedge clk) begin
                 if (rst) begin
                     fw <= 5'd0; fr <= 5'd0;
-                    hv <= 1'b0; hc <= 12'd0; hcz <= 1'b1; hs <= 1'b0; hsi <= 3'd0;
+                    hv <= 1'b0; hc <= 12'd0; hn <= 4'd0; hcz <= 1'b1; hs <= 1'b0; hsi <= 3'd0;
                     nf <= 1'b0; nc <= 1'b0; ns <= 1'b0; nl <= 1'b0;
                     na <= 6'd0; nb <= 12'd0;
                 end else begin
-                    if (e_any && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
+                    if (e_any2 && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
                     if (t_dec && nf) begin
                         if (nc) begin
                             hc <= hc & (hc - 12'd1);
+                            hn <= hn - 4'd1;
                             hcz <= !multi;
                         end
                         if (ns) hs <= 1'b0;
                         if (nl) hv <= 1'b0;
                     end else if (!hv && fw != fr) begin
-                        {hcz, hc, hs, hsi, hb} <= fh;
+                        {hn, hcz, hc, hs, hsi, hb} <= fh;
                         hv <= 1'b1;
                         fr <= fr + 5'd1;
                     end
