@@ -44,14 +44,12 @@ module wccp_stats (
     output reg  [31:0] rdata,
     output reg         rvalid
 );
-    // set bits of the 12 cause bits
+    // set bits of 4 bits (a LUT per result bit), of the 12 cause bits (three of those added)
+    function [2:0] pop4(input [3:0] x);
+        pop4 = {2'd0, x[0]} + {2'd0, x[1]} + {2'd0, x[2]} + {2'd0, x[3]};
+    endfunction
     function [3:0] pop12(input [11:0] x);
-        integer i;
-        begin
-            pop12 = 4'd0;
-            for (i = 0; i < 12; i = i + 1)
-                pop12 = pop12 + {3'd0, x[i]};
-        end
+        pop12 = {1'b0, pop4(x[3:0])} + {1'b0, pop4(x[7:4])} + {1'b0, pop4(x[11:8])};
     endfunction
 
     // ---------------- wheel ----------------
