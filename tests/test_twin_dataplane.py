@@ -46,19 +46,26 @@ def _start(fpga, tmp_path, test, **kw):
                       log_file=str(tmp_path / "twin.log"), **kw)
 
 
+CACHE_LIST = [{"address": ip2int(a), "forward": f, "ret": r} for a, _m, f, r in CACHES]
+
+
+def _group0(t, buckets):
+    """Router, next hop and group 0 (TCP 80/8080, hash) on a target."""
+    t.configure(ROUTER, APPL_MAC, 1500)
+    t.set_next_hop(1, GW_MAC)
+    t.set_group(0, {"service_type": 1, "service_id": 90, "priority": 200, "protocol": 6,
+                    "service_flags": 0x2 | 0x10, "ports": [80, 8080]})
+    t.set_caches(0, CACHE_LIST)
+    t.set_hash(0, buckets)
+
+
 def _program(targets, buckets, mask_sets):
     """The same DataPlane calls on every target (the twin's driver and the local model)."""
-    cs = [{"address": ip2int(a), "forward": f, "ret": r} for a, _m, f, r in CACHES]
     for t in targets:
-        t.configure(ROUTER, APPL_MAC, 1500)
-        t.set_next_hop(1, GW_MAC)
-        t.set_group(0, {"service_type": 1, "service_id": 90, "priority": 200, "protocol": 6,
-                        "service_flags": 0x2 | 0x10, "ports": [80, 8080]})
-        t.set_caches(0, cs)
-        t.set_hash(0, buckets)
+        _group0(t, buckets)
         t.set_group(1, {"service_type": 1, "service_id": 91, "priority": 100, "protocol": 17,
                         "service_flags": 0, "ports": []})
-        t.set_caches(1, cs[1:])
+        t.set_caches(1, CACHE_LIST[1:])
         t.set_mask(1, mask_sets)
         t.commit()
         t.arm(10000)
@@ -155,18 +162,12 @@ def test_redirect_list_and_closed_service_through_twin(fpga, tmp_path):
     try:
         dp = FpgaDataPlane(tw.transport())
         ref = ForwardingModel()
-        cs = [{"address": ip2int(a), "forward": f, "ret": r} for a, _m, f, r in CACHES]
         for t in (dp, ref):
-            t.configure(ROUTER, APPL_MAC, 1500)
-            t.set_next_hop(1, GW_MAC)
-            t.set_group(0, {"service_type": 1, "service_id": 90, "priority": 200, "protocol": 6,
-                            "service_flags": 0x2 | 0x10, "ports": [80, 8080]})
-            t.set_caches(0, cs)
-            t.set_hash(0, buckets)
+            _group0(t, buckets)
             t.set_policy(0, False, acl)
             t.set_group(1, {"service_type": 1, "service_id": 91, "priority": 100, "protocol": 0,
                             "service_flags": 0x1, "ports": []})
-            t.set_caches(1, cs[:2])
+            t.set_caches(1, CACHE_LIST[:2])
             t.set_hash(1, half)
             t.set_policy(1, True, [])
             t.commit()

@@ -192,6 +192,19 @@ class FpgaDataPlane(DataPlane):
     def _failed(self, sl, part):
         sl.stale |= part
 
+    def _write_part(self, slot, part, writes):
+        """Write [(address, words), ...] and the slot's GROUP_CTRL as one part of the slot:
+        when a write fails the part is marked unknown (commit refuses until it is rewritten)."""
+        sl = self.slots[slot]
+        try:
+            for addr, words in writes:
+                self._w(addr, words)
+            self._write_ctrl(slot)
+        except Exception:
+            self._failed(sl, part)
+            raise
+        sl.stale &= ~part
+
     def set_group(self, slot, service):
         sl = self.slots[check_slot(slot)]
         sv = effective_service(service)
@@ -209,13 +222,7 @@ class FpgaDataPlane(DataPlane):
             words.append((p[2 * i] << 16) | p[2 * i + 1])
         sl.service = sv
         sl.enabled = True
-        try:
-            self._w(group_addr(slot, R.GROUP_SERVICE), words)
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_SERVICE)
-            raise
-        sl.stale &= ~STALE_SERVICE
+        self._write_part(slot, STALE_SERVICE, [(group_addr(slot, R.GROUP_SERVICE), words)])
 
     def set_caches(self, slot, caches):
         sl = self.slots[check_slot(slot)]
@@ -251,13 +258,7 @@ class FpgaDataPlane(DataPlane):
         sl.hash = b
         sl.mask = None
         sl.assign = R.ASSIGN_HASH
-        try:
-            self._w(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, R.pack_bytes(b))
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_ASSIGN)
-            raise
-        sl.stale &= ~STALE_ASSIGN
+        self._write_part(slot, STALE_ASSIGN, [(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, R.pack_bytes(b))])
 
     def set_mask(self, slot, sets):
         sl = self.slots[check_slot(slot)]
@@ -271,27 +272,15 @@ class FpgaDataPlane(DataPlane):
         sl.mask = sets
         sl.hash = None
         sl.assign = R.ASSIGN_MASK
-        try:
-            if sets:
-                self._w(R.MASKSET_BASE + R.MASKSET_STRIDE * slot, pos)
-                self._w(R.MASKTAB_BASE + R.MASKTAB_STRIDE * slot, tabs)
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_ASSIGN)
-            raise
-        sl.stale &= ~STALE_ASSIGN
+        self._write_part(slot, STALE_ASSIGN, [(R.MASKSET_BASE + R.MASKSET_STRIDE * slot, pos),
+                                              (R.MASKTAB_BASE + R.MASKTAB_STRIDE * slot, tabs)] if sets else [])
 
     def clear_assignment(self, slot):
         sl = self.slots[check_slot(slot)]
         sl.assign = R.ASSIGN_NONE
         sl.hash = None
         sl.mask = None
-        try:
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_ASSIGN)
-            raise
-        sl.stale &= ~STALE_ASSIGN
+        self._write_part(slot, STALE_ASSIGN, [])
 
     def clear_group(self, slot):
         check_slot(slot)
@@ -319,14 +308,7 @@ class FpgaDataPlane(DataPlane):
         words = acl_words(acl)
         sl = self.slots[slot]
         sl.closed, sl.acl = closed, acl
-        try:
-            if words:
-                self._w(group_addr(slot, R.ACL_SRC), words)
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_POLICY)
-            raise
-        sl.stale &= ~STALE_POLICY
+        self._write_part(slot, STALE_POLICY, [(group_addr(slot, R.ACL_SRC), words)] if words else [])
 
     def set_next_hop(self, port, mac):
         self._check_port(port)

@@ -160,6 +160,32 @@ def test_fpga_driver_writes_policies_into_the_register_map():
     assert dp.tables()["slots"][3]["redirect_list"] == []
 
 
+def test_fpga_driver_failed_policy_write_is_never_committed():
+    """A redirect-list whose register write fails leaves the slot's policy unknown: the commit
+    is refused (the previous policy stays live) until set_policy rewrites it whole."""
+    from test_hardening import _FlakyTransport
+    from wccp import regmap as RM
+    from wccp.fpga import FpgaDataPlane, FpgaError, group_addr
+    from wccp.fwdmodel import ForwardingModel
+    from wccp.fwdmodel_regs import ModelRegisterFile
+    from wccp.transport import LoopbackTransport
+    fm = ForwardingModel()
+    t = _FlakyTransport(LoopbackTransport(ModelRegisterFile(fm)))
+    dp = FpgaDataPlane(t)
+    old = [(True, 0, 0, 0x08080800, 0xFFFFFF00)]
+    dp.set_policy(2, False, old)
+    dp.commit()
+    t.fail_at = group_addr(2, RM.ACL_SRC)
+    new = [(False, 0xC0A80000, 0xFFFF0000, 0, 0), (True, 0, 0, 0, 0)]
+    raises(OSError, dp.set_policy, 2, True, new)
+    assert dp.stale_slots() == [2]
+    raises(FpgaError, dp.commit)
+    assert fm._live.slots[2].acl == old and not fm._live.slots[2].closed
+    dp.set_policy(2, True, new)
+    dp.commit()
+    assert fm._live.slots[2].acl == new and fm._live.slots[2].closed and dp.stale_slots() == []
+
+
 def test_fpga_older_register_map_cannot_hold_policies_router_says_so():
     from test_fpgalink import Wire
     from wccp.fpga import FpgaDataPlane
