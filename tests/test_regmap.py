@@ -94,3 +94,11 @@ def test_mask_with_too_many_bits_rejected():
     except ValueError:
         return
     raise AssertionError("8-bit mask accepted")
+
+
+def test_data_plane_limits_are_the_register_map_s():
+    """The data-plane interface's limits (what the model and the config validation accept) are
+    the register map's, so that a table the model takes fits the FPGA."""
+    from wccp import dataplane, regmap
+    for k in ("MAX_GROUPS", "MAX_CACHES", "MAX_MASK_SETS", "MAX_ACL_ENTRIES", "NUM_BUCKETS", "ARPCAP_ENTRIES"):
+        assert getattr(dataplane, k) == getattr(regmap, k), k

@@ -46,19 +46,26 @@ def _start(fpga, tmp_path, test, **kw):
                       log_file=str(tmp_path / "twin.log"), **kw)
 
 
+CACHE_LIST = [{"address": ip2int(a), "forward": f, "ret": r} for a, _m, f, r in CACHES]
+
+
+def _group0(t, buckets):
+    """Router, next hop and group 0 (TCP 80/8080, hash) on a target."""
+    t.configure(ROUTER, APPL_MAC, 1500)
+    t.set_next_hop(1, GW_MAC)
+    t.set_group(0, {"service_type": 1, "service_id": 90, "priority": 200, "protocol": 6,
+                    "service_flags": 0x2 | 0x10, "ports": [80, 8080]})
+    t.set_caches(0, CACHE_LIST)
+    t.set_hash(0, buckets)
+
+
 def _program(targets, buckets, mask_sets):
     """The same DataPlane calls on every target (the twin's driver and the local model)."""
-    cs = [{"address": ip2int(a), "forward": f, "ret": r} for a, _m, f, r in CACHES]
     for t in targets:
-        t.configure(ROUTER, APPL_MAC, 1500)
-        t.set_next_hop(1, GW_MAC)
-        t.set_group(0, {"service_type": 1, "service_id": 90, "priority": 200, "protocol": 6,
-                        "service_flags": 0x2 | 0x10, "ports": [80, 8080]})
-        t.set_caches(0, cs)
-        t.set_hash(0, buckets)
+        _group0(t, buckets)
         t.set_group(1, {"service_type": 1, "service_id": 91, "priority": 100, "protocol": 17,
                         "service_flags": 0, "ports": []})
-        t.set_caches(1, cs[1:])
+        t.set_caches(1, CACHE_LIST[1:])
         t.set_mask(1, mask_sets)
         t.commit()
         t.arm(10000)
@@ -135,6 +142,58 @@ def test_driver_programs_twin_and_frames_match_model(fpga, tmp_path):
         t.close()
         assert c["redirect_gre"] > 5 and c["redirect_l2"] > 5 and c["gre_return"] == 1
         assert redirected >= 10
+        fc.close()
+    finally:
+        tw.stop()
+
+
+@pytest.mark.parametrize("fpga", ["rtl", "model"])
+def test_redirect_list_and_closed_service_through_twin(fpga, tmp_path):
+    """Group policies programmed by the driver: group 0 (TCP 80/8080) with a redirect-list
+    (deny the clients 10.61.2.0/25, permit the rest of 10.61.0.0/16; anything else not
+    permitted) redirects permitted traffic and leaves the rest to group 1, every TCP/UDP
+    frame, closed, with a hash that assigns half the buckets: what group 1 cannot assign is
+    dropped and counted closed_drop. Frames and counters as the model predicts."""
+    rng = random.Random(6102)
+    acl = [(False, ip2int("10.61.2.0"), 0xFFFFFF80, 0, 0), (True, ip2int("10.61.0.0"), 0xFFFF0000, 0, 0)]
+    half = bytes(rng.choice([0, 1]) if b & 1 else 0xFF for b in range(256))
+    buckets = bytes(rng.choice([0, 1, 2]) for _ in range(256))
+    tw = _start(fpga, tmp_path, 4)
+    try:
+        dp = FpgaDataPlane(tw.transport())
+        ref = ForwardingModel()
+        for t in (dp, ref):
+            _group0(t, buckets)
+            t.set_policy(0, False, acl)
+            t.set_group(1, {"service_type": 1, "service_id": 91, "priority": 100, "protocol": 0,
+                            "service_flags": 0x1, "ports": []})
+            t.set_caches(1, CACHE_LIST[:2])
+            t.set_hash(1, half)
+            t.set_policy(1, True, [])
+            t.commit()
+            t.arm(10000)
+            t.heartbeat()
+        fc = tw.frame_client()
+        learn = [ether(GW_MAC, mac(m), ipv4(ip2int(a), ip2int("10.61.0.254"), 6, tcp(3128, 40000)))
+                 for a, m, _f, _r in CACHES]
+        outside = [ether(GW_MAC, mac("02:61:05:00:00:%02x" % i),
+                         ipv4(ip2int("192.0.2.%d" % (i + 1)), rng.getrandbits(32), 6, tcp(40000 + i, 80)))
+                   for i in range(20)]
+        batches = [(1, learn), (0, client_frames(rng, 80, APPL_MAC, GW_MAC, dports=(80, 8080, 443))),
+                   (0, outside)]
+        for port, frames in batches:
+            want = predict(ref, port, frames)
+            fc.send_many([(port, f) for f in frames])
+            got = by_port(fc.barrier())
+            assert got == want, "port %d batch of %d frames differs from the model" % (port, len(frames))
+        c, rc = dp.counters(), ref.counters()
+        for k in ("rx_frames", "tx_frames", "redirect_gre", "redirect_l2", "unassigned", "closed_drop",
+                  "slot_frames", "cache_frames", "bucket_hits", "not_redirectable"):
+            assert c[k] == rc[k], (k, c[k], rc[k])
+        # permitted clients redirected by group 0, the denied ones by group 1 or dropped there
+        assert rc["cache_frames"][0][0] + rc["cache_frames"][0][1] + rc["cache_frames"][0][2] > 10
+        assert sum(rc["cache_frames"][1]) > 5 and rc["closed_drop"] > 5
+        assert c["rx_frames"][0] > c["tx_frames"][1] + 5 > 5     # the closed drops never leave
         fc.close()
     finally:
         tw.stop()

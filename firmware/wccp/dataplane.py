@@ -194,8 +194,20 @@ def check_policy(closed, redirect_list):
             _check_int("redirect-list word", e[i], 0, 0xFFFFFFFF)
         if e[1] & ~e[2] or e[3] & ~e[4]:
             raise ValueError("redirect-list prefix has bits outside its mask")
+        prefix_len(e[2])
+        prefix_len(e[4])
         out.append(e)
     return bool(closed), out
+
+
+def prefix_len(mask):
+    """The prefix length (0..32) of a 32-bit netmask; ValueError unless its ones lead."""
+    n = 0
+    while n < 32 and mask & (0x80000000 >> n):
+        n += 1
+    if mask != (0xFFFFFFFF << (32 - n)) & 0xFFFFFFFF:
+        raise ValueError("redirect-list mask 0x%08x is not a prefix" % mask)
+    return n
 
 
 def popcount(x):

@@ -26,6 +26,10 @@ What the driver does beyond plain register writes:
 * active discovery: ``send_frame`` fills PKTOUT_DATA and writes PKTOUT_CTRL (waiting while
   BUSY); ``arp_replies`` reads the ARPCAP ring;
 * mask sets are compiled by ``wccp.regmap.compile_mask_set`` (<= 7 mask bits per set);
+* group policies (``set_policy``): the closed flag and the redirect-list's entry count go into
+  GROUP_CTRL, the entries into ACL_SRC/ACL_DST/ACL_CTRL (prefix lengths); an FPGA whose
+  register map predates them (minor < ACL_MINOR) refuses a closed service or a redirect-list
+  (ValueError, like any table it cannot hold);
 * ``commit()`` writes COMMIT and polls STATUS until COMMIT_BUSY clears;
 * transactions: when a register write fails, the part of the slot it belonged to (service,
   cache table, assignment) is marked unknown: the next call for that part rewrites all its
@@ -47,12 +51,13 @@ from wccp import regmap as R
 from wccp.dataplane import (
     ARPCAP_ENTRIES, DEFAULT_WATCHDOG_MS, HASH_PEARSON, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS,
     DataPlane, check_buckets, check_caches, check_send, check_mac, check_mask, check_policy, check_slot,
-    effective_service,
+    effective_service, prefix_len,
 )
 
 COMMIT_POLLS = const(100000)
 PKTOUT_POLLS = const(100)
 MASK32 = const(0xFFFFFFFF)
+ACL_MINOR = const(4)        # register-map minor that brought GROUP_CTRL.CLOSED/NUM_ACL and ACL_*
 
 # Per-port counter registers -> model counter names (per-port lists).
 _PORT_LISTS = (
@@ -69,9 +74,10 @@ _PORT_TOTALS = (
     ("gre_too_big", R.CNT_GRE_TOO_BIG), ("gre_return", R.CNT_GRE_RETURN),
     ("redirect_l2", R.CNT_REDIRECT_L2), ("redirect_gre", R.CNT_REDIRECT_GRE),
     ("gre_return_bad", R.CNT_GRE_RETURN_BAD), ("truncated", R.CNT_TRUNCATED),
+    ("closed_drop", R.CNT_CLOSED_DROP),
 )
 _ONE = (1,)
-_PORTCNT_WORDS = R.CNT_TRUNCATED + 1      # offsets 0 .. the last port counter (register map)
+_PORTCNT_WORDS = R.CNT_CLOSED_DROP + 1    # offsets 0 .. the last port counter (register map)
 
 
 class FpgaError(OSError):
@@ -82,6 +88,15 @@ def method_word(forward, ret):
     """The cache table's METHOD word: forward and return method fields (register map)."""
     return ((forward & R.METHOD_FIELD_MASK) << R.METHOD_FWD_SHIFT) | \
         ((ret & R.METHOD_FIELD_MASK) << R.METHOD_RET_SHIFT)
+
+
+def acl_words(acl):
+    """The ACL_SRC, ACL_DST, ACL_CTRL words of a validated redirect-list, entry after entry."""
+    words = []
+    for permit, sn, sm, dn, dm in acl:
+        words += [sn, dn, prefix_len(sm) << R.ACL_SRC_LEN_SHIFT | prefix_len(dm) << R.ACL_DST_LEN_SHIFT
+                  | (R.ACL_PERMIT if permit else 0)]
+    return words
 
 
 def group_addr(slot, off):
@@ -95,6 +110,7 @@ def cache_addr(slot, index, off):
 STALE_SERVICE = const(1)
 STALE_CACHES = const(2)
 STALE_ASSIGN = const(4)
+STALE_POLICY = const(8)
 
 
 class _SlotMirror:
@@ -105,23 +121,26 @@ class _SlotMirror:
         self.assign = R.ASSIGN_NONE
         self.hash = None
         self.mask = None            # validated sets
+        self.closed = False
+        self.acl = []               # validated redirect-list
         self.stale = 0              # STALE_* parts whose shadow registers are unknown (a write failed)
 
     def ctrl(self):
         nsets = len(self.mask) if (self.assign == R.ASSIGN_MASK and self.mask) else 0
-        return ((1 if self.enabled else 0) | (self.assign << 1) | (nsets << 8)
-                | (len(self.caches) << 16))
+        return ((1 if self.enabled else 0) | (self.assign << 1) | (R.GROUP_CTRL_CLOSED if self.closed else 0)
+                | (nsets << 8) | (len(self.caches) << 16) | (len(self.acl) << R.GROUP_CTRL_NUM_ACL_SHIFT))
 
 
 class FpgaDataPlane(DataPlane):
     def __init__(self, transport, check_id=True):
         self.t = transport
-        caps = 0
+        caps = version = 0
         if check_id:
-            ident, _version, caps = self.t.read(R.ID, 3)
+            ident, version, caps = self.t.read(R.ID, 3)
             if ident != R.ID_VALUE:
                 raise FpgaError("no WCCP datapath at the other end (ID 0x%08x)" % ident)
         self.caps = caps if check_id else None     # None: not read (features not checked)
+        self.version = version if check_id else None
         n = caps & 0xFF
         self.num_ports = n if n >= 2 else R.NUM_PORTS
         self.router_id = 0
@@ -173,6 +192,19 @@ class FpgaDataPlane(DataPlane):
     def _failed(self, sl, part):
         sl.stale |= part
 
+    def _write_part(self, slot, part, writes):
+        """Write [(address, words), ...] and the slot's GROUP_CTRL as one part of the slot:
+        when a write fails the part is marked unknown (commit refuses until it is rewritten)."""
+        sl = self.slots[slot]
+        try:
+            for addr, words in writes:
+                self._w(addr, words)
+            self._write_ctrl(slot)
+        except Exception:
+            self._failed(sl, part)
+            raise
+        sl.stale &= ~part
+
     def set_group(self, slot, service):
         sl = self.slots[check_slot(slot)]
         sv = effective_service(service)
@@ -190,13 +222,7 @@ class FpgaDataPlane(DataPlane):
             words.append((p[2 * i] << 16) | p[2 * i + 1])
         sl.service = sv
         sl.enabled = True
-        try:
-            self._w(group_addr(slot, R.GROUP_SERVICE), words)
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_SERVICE)
-            raise
-        sl.stale &= ~STALE_SERVICE
+        self._write_part(slot, STALE_SERVICE, [(group_addr(slot, R.GROUP_SERVICE), words)])
 
     def set_caches(self, slot, caches):
         sl = self.slots[check_slot(slot)]
@@ -232,13 +258,7 @@ class FpgaDataPlane(DataPlane):
         sl.hash = b
         sl.mask = None
         sl.assign = R.ASSIGN_HASH
-        try:
-            self._w(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, R.pack_bytes(b))
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_ASSIGN)
-            raise
-        sl.stale &= ~STALE_ASSIGN
+        self._write_part(slot, STALE_ASSIGN, [(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, R.pack_bytes(b))])
 
     def set_mask(self, slot, sets):
         sl = self.slots[check_slot(slot)]
@@ -252,27 +272,15 @@ class FpgaDataPlane(DataPlane):
         sl.mask = sets
         sl.hash = None
         sl.assign = R.ASSIGN_MASK
-        try:
-            if sets:
-                self._w(R.MASKSET_BASE + R.MASKSET_STRIDE * slot, pos)
-                self._w(R.MASKTAB_BASE + R.MASKTAB_STRIDE * slot, tabs)
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_ASSIGN)
-            raise
-        sl.stale &= ~STALE_ASSIGN
+        self._write_part(slot, STALE_ASSIGN, [(R.MASKSET_BASE + R.MASKSET_STRIDE * slot, pos),
+                                              (R.MASKTAB_BASE + R.MASKTAB_STRIDE * slot, tabs)] if sets else [])
 
     def clear_assignment(self, slot):
         sl = self.slots[check_slot(slot)]
         sl.assign = R.ASSIGN_NONE
         sl.hash = None
         sl.mask = None
-        try:
-            self._write_ctrl(slot)
-        except Exception:
-            self._failed(sl, STALE_ASSIGN)
-            raise
-        sl.stale &= ~STALE_ASSIGN
+        self._write_part(slot, STALE_ASSIGN, [])
 
     def clear_group(self, slot):
         check_slot(slot)
@@ -290,11 +298,17 @@ class FpgaDataPlane(DataPlane):
     def set_policy(self, slot, closed=False, redirect_list=()):
         check_slot(slot)
         closed, acl = check_policy(closed, redirect_list)
-        if closed or acl:
-            # the register map has no closed-service flag or redirect-list yet (docs/regmap.md):
-            # a table this data plane refuses, like any other out-of-range table
-            raise ValueError("register map %d.%d cannot hold a closed service or a redirect-list"
-                            % (R.REGMAP_VERSION >> 16, R.REGMAP_VERSION & 0xFFFF))
+        v = self.version
+        if (closed or acl) and v is not None and (v & 0xFFFF) < ACL_MINOR:
+            # an older bitstream: a table it cannot hold (the router leaves this group
+            # unredirected and programs the others)
+            raise ValueError("this FPGA image (register map %d.%d) cannot hold a closed service or a "
+                             "redirect-list: load a bitstream with register map 1.%d or later"
+                             % (v >> 16, v & 0xFFFF, ACL_MINOR))
+        words = acl_words(acl)
+        sl = self.slots[slot]
+        sl.closed, sl.acl = closed, acl
+        self._write_part(slot, STALE_POLICY, [(group_addr(slot, R.ACL_SRC), words)] if words else [])
 
     def set_next_hop(self, port, mac):
         self._check_port(port)
@@ -481,6 +495,7 @@ class FpgaDataPlane(DataPlane):
         slots = []
         for sl in self.slots:
             slots.append({"enabled": sl.enabled, "service": sl.service, "caches": list(sl.caches),
-                          "assign": sl.assign, "hash": sl.hash, "mask": sl.mask})
+                          "assign": sl.assign, "hash": sl.hash, "mask": sl.mask, "closed": sl.closed,
+                          "redirect_list": list(sl.acl)})
         return {"router_id": self.router_id, "mac": self.mac, "mtu": self.mtu,
                 "next_hop": list(self.next_hop), "slots": slots}

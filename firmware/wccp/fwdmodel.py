@@ -134,7 +134,7 @@ class Decision:
     action: 'drop' | 'forward' | 'redirect_gre' | 'redirect_l2' | 'decap'
     reason: the counter it bumps (rx_runt, rx_bad_fcs, rx_oversize, gre_return,
       gre_return_bad, truncated, not_redirectable, from_cache, unassigned, cache_unknown,
-      gre_too_big, redirect_gre, redirect_l2) or, for uncounted normal forwarding, 'not_ipv4',
+      gre_too_big, redirect_gre, redirect_l2; 'closed' counts closed_drop) or, for uncounted normal forwarding, 'not_ipv4',
       'disabled' (fail-open), 'no_match'.
     out_port: egress port (None for drop); slot/cache: matched slot and chosen cache index;
     bucket/alt_bucket: primary and alternate bucket (hash assignment); alt_used.
@@ -386,7 +386,7 @@ class ForwardingModel(DataPlane):
                   "rx_oversize", "rx_overflow", "learnt"):
             c[k] = [0] * np_
         for k in ("not_redirectable", "gre_return", "gre_return_bad", "from_cache", "unassigned",
-                  "cache_unknown", "redirect_l2", "redirect_gre", "gre_too_big", "truncated"):
+                  "cache_unknown", "redirect_l2", "redirect_gre", "gre_too_big", "truncated", "closed_drop"):
             c[k] = 0
         c["slot_frames"] = [0] * MAX_GROUPS
         c["slot_bytes"] = [0] * MAX_GROUPS
@@ -618,7 +618,7 @@ class ForwardingModel(DataPlane):
         act = d.action
         if act == "drop":
             if reason == "closed":
-                reason = "unassigned"       # a closed service's unassigned frame (no own counter yet)
+                reason = "closed_drop"      # a closed service's unassigned frame
             if isinstance(c[reason], list):
                 c[reason][port] += 1        # rx_runt, rx_bad_fcs, rx_oversize
             else:

@@ -4,7 +4,7 @@ MicroPython). Host and test code only: ``wccp flash`` leaves it off the boards
 (wccptool.flash.HOST_ONLY)."""
 import struct
 
-from wccp.dataplane import MAX_CACHES, MAX_GROUPS, NUM_BUCKETS
+from wccp.dataplane import MAX_ACL_ENTRIES, MAX_CACHES, MAX_GROUPS, NUM_BUCKETS
 from wccp.pearson import HASH_PEARSON, HASH_WCCP
 from wccp.fwdmodel import R_PKTOUT_WORDS, ZERO_MAC, ForwardingModel, _Tables, _tdiff
 
@@ -159,7 +159,8 @@ class ModelRegisterFile:
                       R.CNT_UNASSIGNED: "unassigned", R.CNT_CACHE_UNKNOWN: "cache_unknown",
                       R.CNT_GRE_TOO_BIG: "gre_too_big", R.CNT_GRE_RETURN: "gre_return",
                       R.CNT_REDIRECT_L2: "redirect_l2", R.CNT_REDIRECT_GRE: "redirect_gre",
-                      R.CNT_GRE_RETURN_BAD: "gre_return_bad", R.CNT_TRUNCATED: "truncated"}
+                      R.CNT_GRE_RETURN_BAD: "gre_return_bad", R.CNT_TRUNCATED: "truncated",
+                      R.CNT_CLOSED_DROP: "closed_drop"}
             if off in lists:
                 return c[lists[off]][p] & 0xFFFFFFFF
             if off in totals:
@@ -227,9 +228,22 @@ class ModelRegisterFile:
                 sl.hash = bytes(b for w in range(NUM_BUCKETS // 4) for b in struct.pack(">I", g(bb + w, 0)))
             elif assign == R.ASSIGN_MASK:
                 sl.mask = [self._decode_set(s, k) for k in range(min((ctrl >> 8) & 7, R.MAX_MASK_SETS))]
+            sl.closed = bool(ctrl & R.GROUP_CTRL_CLOSED)
+            sl.acl = [self._decode_acl(base, e)
+                      for e in range(min((ctrl >> R.GROUP_CTRL_NUM_ACL_SHIFT) & 0xF, MAX_ACL_ENTRIES))]
         m._shadow = t
         m.commit()
         self.commits += 1
+
+    def _decode_acl(self, base, e):
+        """Redirect-list entry e of the group at base as the model's (permit, sn, sm, dn, dm)."""
+        R = self.R
+        g = self.shadow.get
+        c = g(base + R.ACL_CTRL + 3 * e, 0)
+        sm = _netmask((c >> R.ACL_SRC_LEN_SHIFT) & R.ACL_LEN_MASK)
+        dm = _netmask((c >> R.ACL_DST_LEN_SHIFT) & R.ACL_LEN_MASK)
+        return (bool(c & R.ACL_PERMIT), g(base + R.ACL_SRC + 3 * e, 0) & sm, sm,
+                g(base + R.ACL_DST + 3 * e, 0) & dm, dm)
 
     def _decode_set(self, s, k):
         """(masks, values) equivalent to the compiled set k of slot s."""
@@ -257,6 +271,11 @@ class ModelRegisterFile:
                     key |= 1 << pos[j]
             values.append(_split_key(key) + (e & 0x7F,))
         return (_split_key(mask), values)
+
+
+def _netmask(n):
+    """The netmask of a prefix length (lengths above 32 act as 32, as in the hardware)."""
+    return (0xFFFFFFFF << (32 - min(n, 32))) & 0xFFFFFFFF
 
 
 def _split_key(k):

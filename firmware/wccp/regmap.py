@@ -8,7 +8,7 @@ except ImportError:  # CPython
         return x
 
 ID_VALUE = const(0x57434350)
-REGMAP_VERSION = const(0x00010003)
+REGMAP_VERSION = const(0x00010004)
 NUM_PORTS = const(2)
 MAX_GROUPS = const(8)
 MAX_CACHES = const(32)
@@ -16,6 +16,7 @@ NUM_BUCKETS = const(256)
 MAX_MASK_SETS = const(4)
 MASK_TABLE_SIZE = const(128)
 MASK_BITS = const(7)
+MAX_ACL_ENTRIES = const(8)
 SPI_CMD_WRITE = const(0x2)
 SPI_CMD_READ = const(0x3)
 ASSIGN_NONE = const(0x0)
@@ -48,6 +49,12 @@ ARPCAP_ENTRIES = const(0x8)
 ARPCAP_PORT_SHIFT = const(0x14)
 GROUP_FLAGS_PEARSON = const(0x10000)
 CAPS_PEARSON = const(0x10000000)
+GROUP_CTRL_CLOSED = const(0x8)
+GROUP_CTRL_NUM_ACL_SHIFT = const(0x18)
+ACL_SRC_LEN_SHIFT = const(0x0)
+ACL_DST_LEN_SHIFT = const(0x8)
+ACL_PERMIT = const(0x10000)
+ACL_LEN_MASK = const(0x3F)
 
 # GLOBAL
 GLOBAL_BASE = const(0x000000)
@@ -83,6 +90,15 @@ GROUP_FLAGS = const(0x2)  # offset in block
 GROUP_PORTS = const(0x3)  # offset in block
 GROUP_PORTS_STRIDE = const(1)
 GROUP_PORTS_COUNT = const(4)
+ACL_SRC = const(0x8)  # offset in block
+ACL_SRC_STRIDE = const(3)
+ACL_SRC_COUNT = const(8)
+ACL_DST = const(0x9)  # offset in block
+ACL_DST_STRIDE = const(3)
+ACL_DST_COUNT = const(8)
+ACL_CTRL = const(0xA)  # offset in block
+ACL_CTRL_STRIDE = const(3)
+ACL_CTRL_COUNT = const(8)
 
 # CACHE
 CACHE_BASE = const(0x001000)
@@ -170,6 +186,7 @@ CNT_REDIRECT_GRE = const(0xF)  # offset in block
 CNT_LEARNT = const(0x10)  # offset in block
 CNT_GRE_RETURN_BAD = const(0x11)  # offset in block
 CNT_TRUNCATED = const(0x12)  # offset in block
+CNT_CLOSED_DROP = const(0x13)  # offset in block
 
 # SLOTCNT
 SLOTCNT_BASE = const(0x010400)

@@ -108,7 +108,9 @@ module fpga_core #(
     wire [1:0]    ev_rx, ev_tx;
     wire [23:0]   ev_rx_len, ev_tx_len;
     wire [7:0]    ev_drop;
-    wire [21:0]   ev_cause;
+    wire [23:0]   ev_cause;
+    wire [15:0]   acl_raddr;           // {engine 1, engine 0}: live redirect-list reads
+    wire [63:0]   acl_rdata;
     wire [1:0]    ev_slot;
     wire [5:0]    ev_slot_idx;
     wire [23:0]   ev_bytes;
@@ -137,7 +139,9 @@ module fpga_core #(
         .engines_busy(|busy), .t_wr(t_wr), .t_sel(t_sel), .t_addr(t_addr), .t_data(t_data),
         .ln_wr(rg_ln_wr), .ln_idx(rg_ln_idx), .ln_data(rg_ln_data), .ln_ack(ln_ack_rg),
 .st_rd(st_rd), .st_word(st_word), .st_hi(st_hi),
-        .cc_rd(cc_rd), .bc_rd(bc_rd), .uc_rd(uc_rd));
+        .cc_rd(cc_rd), .bc_rd(bc_rd), .uc_rd(uc_rd),
+        .acl_raddr0(acl_raddr[7:0]), .acl_rdata0(acl_rdata[31:0]),
+        .acl_raddr1(acl_raddr[15:8]), .acl_rdata1(acl_rdata[63:32]));
 
     wire        st_rd, st_hi, st_rvalid;
     wire [5:0]  st_word;
@@ -283,6 +287,7 @@ module fpga_core #(
             .c_raddr(c_raddr), .ca_rdata(ca_rdata), .cm_rdata(cm_rdata), .ln_rdata(ln_rdata),
             .bk_raddr(bk_raddr), .bk_rdata(bk_rdata), .mp_raddr(mp_raddr), .mp_rdata(mp_rdata),
             .mt_raddr(mt_raddr), .mt_rdata(mt_rdata),
+            .acl_raddr(acl_raddr[g*8 +: 8]), .acl_rdata(acl_rdata[g*32 +: 32]),
             .lr_valid(lrv[g]), .lr_idx(lri[g]), .lr_mac(lrm[g]), .lr_ack(lra[g]),
             .sf_ip_wr(t_wr && t_sel == 3'd0), .sf_ip_key(t_data), .sf_mac_wr(ln_we),
             .sf_mac_key(ln_wdata[47:0]), .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),
@@ -292,7 +297,7 @@ module fpga_core #(
             .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip), .act_rh(act_rh),
             .act_src_off(act_src_off), .act_cut(act_cut), .act_go(a_go[g]), .out_idle(b_idle),
             .fin_valid(fin_valid), .fin_ready(fin_ready), .fin_good(fin_good), .fin_flen(fin_flen),
-            .ev_cause(ev_cause[g*11 +: 11]), .ev_slot(ev_slot[g]), .ev_cache(ev_cache[g]),
+            .ev_cause(ev_cause[g*12 +: 12]), .ev_slot(ev_slot[g]), .ev_cache(ev_cache[g]),
             .ev_bucket(ev_bucket[g]), .ev_slot_idx(ev_slot_idx[g*3 +: 3]),
             .ev_cache_idx(ev_cache_idx[g*5 +: 5]), .ev_bucket_idx(ev_bucket_idx[g*8 +: 8]),
             .ev_bytes(ev_b));
@@ -326,7 +331,7 @@ module fpga_core #(
     wccp_cnt_ram #(.AW(8), .BYTES(0)) unk_cnt (
         .clk(clk), .rst(rst_uc),
         .ev0(ev_cause[3]), .ev0_idx({ev_slot_idx[2:0], ev_cache_idx[4:0]}), .ev0_bytes(12'd0),
-        .ev1(ev_cause[11 + 3]), .ev1_idx({ev_slot_idx[5:3], ev_cache_idx[9:5]}), .ev1_bytes(12'd0),
+        .ev1(ev_cause[12 + 3]), .ev1_idx({ev_slot_idx[5:3], ev_cache_idx[9:5]}), .ev1_bytes(12'd0),
         .rd(uc_rd), .rd_idx(cnt_addr[7:0]), .rd_hi(1'b0), .rdata(uc_rdata), .rvalid(uc_rvalid));
 
     // ---------------- egress: arbiter + MAC tx per port ----------------

@@ -76,6 +76,9 @@ module wccp_decide #(
     input  wire [31:0]   mp_rdata,
     output reg  [9:0]    mt_raddr,
     input  wire [31:0]   mt_rdata,
+    // live redirect-list words (wccp_regs: slot*32 + group word offset; 2-cycle read)
+    output wire [7:0]    acl_raddr,
+    input  wire [31:0]   acl_rdata,
     // learning
     output reg           lr_valid,
     output reg  [7:0]    lr_idx,
@@ -119,7 +122,7 @@ module wccp_decide #(
     output reg           fin_good,    // good, and complete unless the action is plain forwarding
     output reg  [10:0]   fin_flen,
     // events (one-cycle pulses)
-    output reg  [10:0]   ev_cause,    // see CAUSE_* below
+    output reg  [11:0]   ev_cause,    // see CAUSE_* below
     output reg           ev_slot,
     output reg           ev_cache,
     output reg           ev_bucket,
@@ -129,7 +132,7 @@ module wccp_decide #(
     output reg  [11:0]   ev_bytes
 );
     localparam C_NOTRED = 0, C_FROMC = 1, C_UNASS = 2, C_UNKN = 3, C_TOOBIG = 4, C_RET = 5,
-               C_L2 = 6, C_GRE = 7, C_LEARN = 8, C_RETBAD = 9, C_TRUNC = 10;
+               C_L2 = 6, C_GRE = 7, C_LEARN = 8, C_RETBAD = 9, C_TRUNC = 10, C_CLOSED = 11;
 
     // ------------------------------------------------------------------------------------
     // Every state does little: compares are registered before they steer the state machine,
@@ -239,9 +242,13 @@ module wccp_decide #(
     end
 
     integer s, cs, cj, kq, kb, kc, ks;
+    wire [7:0]  c_hasacl;        // per slot: has a redirect-list; its entry count (4 bits each)
+    wire [31:0] c_nacl;
+    reg  [7:0]  a_rej;           // per slot: its redirect-list refused this frame (see the scan)
 
     // registers that depend on the configuration only, this engine's own copy
     wccp_decide_cfg cfg (
+        .acl(c_hasacl), .nacl(c_nacl),
         .clk(clk), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .mtu(mtu),
         .router_id(router_id), .svp(c_svp), .pr0(c_pr0), .needp(c_needp), .cnt(iss_cnt),
         .mtu_r(mtu_r), .rid_sum(rid_sum), .hsel(c_hsel), .msel(c_msel), .hkf(c_hkf), .psel(c_psel));
@@ -273,7 +280,7 @@ module wccp_decide #(
         first_slot = 3'd0;
         any_slot = 1'b0;
         for (s = 7; s >= 0; s = s - 1)
-            if (smatch_r[s]) begin
+            if (smatch_r[s] && !a_rej[s]) begin     // (a_rej: refused by its redirect-list)
                 first_slot = s[2:0];
                 any_slot = 1'b1;
             end
@@ -854,6 +861,83 @@ module wccp_decide #(
                        t5_v);
     end
 
+    // ---- redirect-list (ACL) scan ----
+    // The first matching slot (msl, valid in S_PRE) with NUM_ACL > 0 (a_pick, picked with
+    // it) takes a frame only if its redirect-list permits it. The entries' words are read
+    // from the live redirect-list RAM (wccp_regs; address {slot, word}, 2-cycle read) one a
+    // cycle, CTRL, SRC, DST of entry 0, then of entry 1, ...: a_w is the word address, a_ph
+    // the word (one-hot CTRL, SRC, DST), a_e the entry. With its data: CTRL sets the mask
+    // of the source prefix length (a_mk) and keeps the destination length and the permit
+    // bit; SRC compares the source address under the mask (a_m) and sets the destination
+    // mask; DST compares the destination (a_m again, the source's result moves to a_sm); a
+    // cycle later the entry's result: a hit (both contain the frame) or the last entry ends
+    // the scan (a_fin, registered: 3k + 7 cycles for a decision at entry k), permitted
+    // (a_res) or not. Words issued after the deciding entry's are ignored (the pipeline
+    // flags clear outside the scan). A refused slot is cleared in a_rej (the slot match
+    // then picks the next one: back to S_PRE through a_next, a cycle for msl to follow).
+    reg        a_scan, a_next, a_iv, a_fin, a_res, a_pass, a_perm, a_m, a_sm, a_base, a_pick;
+    reg [4:0]  a_w;
+    reg [2:0]  a_ph, a_e, a_nm1;
+    reg [3:0]  a_n;
+    reg [2:0]  a_p1, a_p2;       // issued word's one-hot kind, one and two cycles later
+    reg        a_l1, a_l2, a_v3, a_l3;   // last entry's word; the data stage's DST, a cycle later
+    reg [5:0]  a_dl;
+    reg [31:0] a_mk, a_key;
+    reg        r_closed;         // the slot is closed (GROUP_CTRL_CLOSED), with r_nsets
+    assign acl_raddr = {msl_a, a_w};
+    wire       a_go = state[S_PRE] && a_base && mfound && a_pick && !a_pass;
+    wire [5:0] a_len = a_p2[0] ? acl_rdata[5:0] : a_dl;
+    always @(posedge clk) begin
+        a_pick <= c_hasacl[first_slot];
+        a_n <= c_nacl[first_slot*4 +: 4];
+        a_base <= f_is_ip && f_ip_hdr_ok && !g_ret_hit && active;
+        r_closed <= m_ctrl[3];
+        // issue
+        if (a_go) begin
+            a_w <= 5'd8 + 5'd2;          // entry 0's CTRL
+            a_ph <= 3'b001;
+            a_e <= 3'd0;
+            a_nm1 <= a_n[2:0] - 3'd1;    // (a_n is 1..8)
+        end else begin
+            a_w <= a_w + (a_ph[0] ? 5'h1E : a_ph[1] ? 5'd1 : 5'd4);   // CTRL -2, SRC +1, DST +4
+            a_ph <= {a_ph[1:0], a_ph[2]};
+            if (a_ph[2]) a_e <= a_e + 3'd1;
+        end
+        a_p1 <= (a_scan && a_iv) ? a_ph : 3'd0;
+        a_l1 <= a_e == a_nm1;
+        a_p2 <= a_scan ? a_p1 : 3'd0;
+        a_l2 <= a_l1;
+        // the data stage (acl_rdata holds the word issued two cycles earlier)
+        a_key <= a_p1[1] ? f_sip : f_dip;
+        if (a_p2[0]) begin
+            a_dl <= acl_rdata[13:8];
+            a_perm <= acl_rdata[16];
+        end
+        if (a_p2[0] || a_p2[1]) a_mk <= ~(32'hFFFFFFFF >> a_len);
+        a_m <= ~|((acl_rdata ^ a_key) & a_mk);
+        a_sm <= a_m;
+        a_v3 <= a_scan && a_p2[2];
+        a_l3 <= a_l2;
+        a_fin <= a_scan && a_v3 && ((a_sm && a_m) || a_l3);
+        a_res <= a_sm && a_m && a_perm;
+        if (rst) begin
+            a_scan <= 1'b0;
+            a_next <= 1'b0;
+            a_iv <= 1'b0;
+        end else begin
+            a_scan <= a_go || (a_scan && !a_fin);
+            a_next <= a_scan && a_fin && !a_res;
+            a_iv <= a_go || (a_iv && !(a_ph[2] && a_e == a_nm1));
+        end
+        if (state[S_IDLE]) begin
+            a_rej <= 8'd0;
+            a_pass <= 1'b0;
+        end else if (a_scan && a_fin) begin
+            if (a_res) a_pass <= 1'b1;
+            else a_rej[msl_a] <= 1'b1;
+        end
+    end
+
     // ---- next state ----
     always @(*) begin
         nx = {NS{1'b0}};
@@ -916,6 +1000,13 @@ module wccp_decide #(
         nx[S_CA]   = (state[S_WST] && !s_rdy && cut_go) || c_cut || (state[S_CA] && !(act_valid && act_ready));
         nx[S_CW]   = (state[S_CA] && act_valid && act_ready) || (state[S_CW] && !s_rdy);
         nx[S_FIN]  = (state[S_CW] && s_rdy) || (state[S_FIN] && !(fin_valid && fin_ready));
+        // the redirect-list scan (a_scan, a_next: outside the state vector, which is all zero
+        // meanwhile): S_PRE goes to it instead of S_PRE2 when the first matching slot has a
+        // redirect-list; a permit goes on to S_PRE2 (the slot stands), a refusal through
+        // a_next (the slot's match is cleared) back to S_PRE with the next matching slot
+        if (a_go) nx[S_PRE2] = 1'b0;
+        nx[S_PRE2] = nx[S_PRE2] || (a_scan && a_fin && a_res);
+        nx[S_PRE]  = nx[S_PRE] || a_next;
     end
 
     // the commit: S_WST's last cycle (the action, its events and the status pop follow) or,
@@ -969,11 +1060,12 @@ module wccp_decide #(
         p_cache  <= (state[S_C] && ck_dm) || (p_cache && !state[S_DEC]);
         p_bucket <= state[S_B1] || (p_bucket && !state[S_DEC]);
 
-        ev_cause <= 11'd0;
+        ev_cause <= 12'd0;
         ev_cause[C_NOTRED] <= commit && p_ntr && s_nr && !d_redir;
         ev_cause[C_TRUNC]  <= commit && s_nr && d_redir;     // dropped (see fin_good)
         ev_cause[C_FROMC]  <= commit && s_ok && p_fromc;
-        ev_cause[C_UNASS]  <= commit && s_ok && p_unass;
+        ev_cause[C_UNASS]  <= commit && s_ok && p_unass && !d_drop;
+        ev_cause[C_CLOSED] <= commit && s_ok && p_unass && d_drop;   // a closed slot's drop
         ev_cause[C_UNKN]   <= commit && s_ok && p_unkn;
         ev_cause[C_TOOBIG] <= commit && s_ok && p_toobig;
         ev_cause[C_RET]    <= commit && s_ok && p_ret;
@@ -981,9 +1073,9 @@ module wccp_decide #(
         ev_cause[C_GRE]    <= commit && s_ok && p_gre;
         ev_cause[C_LEARN]  <= l_hit && s_ok;                  // with the learning request
         ev_cause[C_RETBAD] <= commit && s_ok && p_retbad;
-        ev_slot <= commit && s_ok && p_slot;
+        ev_slot <= commit && s_ok && p_slot && !(p_unass && d_drop);
         ev_cache <= commit && s_ok && p_cache;
-        ev_bucket <= commit && s_ok && p_bucket;
+        ev_bucket <= commit && s_ok && p_bucket && !(p_unass && d_drop);
         // indices and length: stable from the end of the decision (and the status latch)
         // until the next take; the indices are frozen while the engine waits (wt): msl and
         // pb follow the configuration, which a commit may switch then
@@ -998,7 +1090,12 @@ module wccp_decide #(
     // the decision's action fields: S_DEC (forward normally, drop, or decapsulate a GRE
     // return), S_C (L2 rewrite, or GRE with its checksum, cache address and redirect header)
     always @(posedge clk) begin
-        if (state[S_DEC]) d_drop <= x_retbad;
+        // a closed slot drops what it would leave unassigned (p_unass's cases; the index
+        // check's in S_CK, a cycle before S_C may cut through)
+        if (state[S_DEC]) d_drop <= x_retbad || (x_unass && r_closed);
+        else if (r_closed && ((state[S_B1L] && pb_ff) || (state[S_B2L] && ab_ff) ||
+                              (state[S_M2L] && mt_ff && !m_more) || (state[S_CK] && !k_ok)))
+            d_drop <= 1'b1;
         if (state[S_DEC] || (state[S_C] && ck_dm)) begin
             d_port <= state[S_DEC] ? (PORT[0] ^ 1'b1) : ln_s[48];
             d_kind <= state[S_DEC] ? {x_retok, x_retok} : c_kind;

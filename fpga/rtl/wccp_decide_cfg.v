@@ -20,7 +20,9 @@ module wccp_decide_cfg (
     output reg  [7:0]   hsel,        // the slot's assignment is hash
     output reg  [7:0]   msel,        // the slot's assignment is mask, with mask sets
     output reg  [31:0]  hkf,         // slot*4: the slot's primary hash key flags
-    output reg  [7:0]   psel         // the slot hashes with the Pearson hash (GROUP_FLAGS_PEARSON)
+    output reg  [7:0]   psel,        // the slot hashes with the Pearson hash (GROUP_FLAGS_PEARSON)
+    output reg  [7:0]   acl,         // the slot has a redirect-list (NUM_ACL != 0)
+    output reg  [31:0]  nacl         // slot*4: NUM_ACL, values above 8 as 8
 );
     // entries of a slot that take part in the scan, minus one, 7 bits: min(n, 32) - 1, all
     // ones (bit 6 set) for none
@@ -39,6 +41,8 @@ module wccp_decide_cfg (
             msel[s] <= (grp_ctrl[s*32+1 +: 2] == 2'd2) && (grp_ctrl[s*32+8 +: 3] != 3'd0);
             hkf[s*4 +: 4] <= grp_flags[s*32 +: 4];
             psel[s] <= grp_flags[s*32 + 16];
+            acl[s] <= grp_ctrl[s*32+24 +: 4] != 4'd0;
+            nacl[s*4 +: 4] <= grp_ctrl[s*32+27] ? 4'd8 : grp_ctrl[s*32+24 +: 4];
         end
         cnt <= {nm1(grp_ctrl[16 +: 6]),
                 nm1(grp_ctrl[7*32+16 +: 6]), nm1(grp_ctrl[6*32+16 +: 6]),
@@ -51,3 +55,4 @@ module wccp_decide_cfg (
     end
 endmodule
 `default_nettype wire
+

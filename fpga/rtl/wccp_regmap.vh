@@ -3,7 +3,7 @@
 `define WCCP_REGMAP_VH
 
 `define WCCP_ID_VALUE 32'h57434350
-`define WCCP_REGMAP_VERSION 32'h00010003
+`define WCCP_REGMAP_VERSION 32'h00010004
 `define WCCP_NUM_PORTS 2
 `define WCCP_MAX_GROUPS 8
 `define WCCP_MAX_CACHES 32
@@ -11,6 +11,7 @@
 `define WCCP_MAX_MASK_SETS 4
 `define WCCP_MASK_TABLE_SIZE 128
 `define WCCP_MASK_BITS 7
+`define WCCP_MAX_ACL_ENTRIES 8
 `define WCCP_SPI_CMD_WRITE 2
 `define WCCP_SPI_CMD_READ 3
 `define WCCP_ASSIGN_NONE 0
@@ -43,6 +44,12 @@
 `define WCCP_ARPCAP_PORT_SHIFT 20
 `define WCCP_GROUP_FLAGS_PEARSON 65536
 `define WCCP_CAPS_PEARSON 268435456
+`define WCCP_GROUP_CTRL_CLOSED 8
+`define WCCP_GROUP_CTRL_NUM_ACL_SHIFT 24
+`define WCCP_ACL_SRC_LEN_SHIFT 0
+`define WCCP_ACL_DST_LEN_SHIFT 8
+`define WCCP_ACL_PERMIT 65536
+`define WCCP_ACL_LEN_MASK 63
 
 // block GLOBAL: Identification, control, watchdog, commit and global shadow configuration.
 `define WCCP_GLOBAL_BASE 24'h000000
@@ -68,7 +75,7 @@
 `define WCCP_NEXTHOP_MAC_LO_STRIDE 2
 `define WCCP_NEXTHOP_MAC_LO_COUNT 8
 
-// block GROUP: Service-group slot configuration (slot order = match order). All shadow, write-only (reads return 0;
+// block GROUP: Service-group slot configuration (slot order = match order), with the slot's redirect-list (ACL). Al
 `define WCCP_GROUP_BASE 24'h000100
 `define WCCP_GROUP_STRIDE 32
 `define WCCP_GROUP_COUNT 8
@@ -78,6 +85,15 @@
 `define WCCP_GROUP_PORTS 3
 `define WCCP_GROUP_PORTS_STRIDE 1
 `define WCCP_GROUP_PORTS_COUNT 4
+`define WCCP_ACL_SRC 8
+`define WCCP_ACL_SRC_STRIDE 3
+`define WCCP_ACL_SRC_COUNT 8
+`define WCCP_ACL_DST 9
+`define WCCP_ACL_DST_STRIDE 3
+`define WCCP_ACL_DST_COUNT 8
+`define WCCP_ACL_CTRL 10
+`define WCCP_ACL_CTRL_STRIDE 3
+`define WCCP_ACL_CTRL_COUNT 8
 
 // block CACHE: Per-slot cache table (index = cache index), 32 entries of 4 words. ADDRESS/METHOD are shadow; MAC/ST
 `define WCCP_CACHE_BASE 24'h001000
@@ -165,6 +181,7 @@
 `define WCCP_CNT_LEARNT 16
 `define WCCP_CNT_GRE_RETURN_BAD 17
 `define WCCP_CNT_TRUNCATED 18
+`define WCCP_CNT_CLOSED_DROP 19
 
 // block SLOTCNT: Per-slot counters, per receive port (sum over ports).
 `define WCCP_SLOTCNT_BASE 24'h010400

@@ -55,7 +55,14 @@ module wccp_regs #(
     // the RAMs
     output reg           cc_rd,
     output reg           bc_rd,
-    output reg           uc_rd
+    output reg           uc_rd,
+    // live redirect-lists (the group words at their group address, slot*32 + offset): read
+    // by the engines, data 2 cycles after the address (engine 0's port also takes the commit
+    // copy's writes, while the engines are held)
+    input  wire [7:0]    acl_raddr0,
+    output wire [31:0]   acl_rdata0,
+    input  wire [7:0]    acl_raddr1,
+    output wire [31:0]   acl_rdata1
 );
     reg                  hold2, busy_r;
 `include "wccp_regmap.vh"
@@ -109,8 +116,9 @@ module wccp_regs #(
     wire        in_cc = z_cc;
     wire        in_bc = z_bc;
     // PORTCNT: a[5] port, a[4:0] offset (0/1 rx, 2/3 tx, 4..17 single: stats word p*16 + offset - 2,
-    // 18 truncated: stats word 48 + p) ; SLOTCNT: a[6:4] slot, a[1] port, a[0] bytes
-    wire        in_pc = z_pc && (a[4:0] < 5'd19);
+    // 18 truncated: stats word 48 + p, 19 closed_drop: 50 + p) ; SLOTCNT: a[6:4] slot, a[1] port,
+    // a[0] bytes
+    wire        in_pc = z_pc && (a[4:0] < 5'd20);
     wire        in_sc = z_sc && (a[3:2] == 2'd0);
     wire        in_st = in_pc || in_sc;
     wire [3:0]  pc_m2 = a[3:0] - 4'd2;   // offset - 2 (offsets 4..17)
@@ -146,9 +154,9 @@ module wccp_regs #(
         uc_rd <= p_rd && z_uc && !rst;
         st_rd <= p_rd && in_st && !rst;
         // (PORTCNT and SLOTCNT differ in a[10]: the word index needs no block decode; among
-        // the PORTCNT offsets 0..18 only 18 has a[4] and a[1] set)
+        // the PORTCNT offsets 0..19 only 18 and 19 have a[4] and a[1] set)
         st_word <= a[10] ? {2'b10, a[6:4], a[1]} :
-                   (a[4] && a[1]) ? {5'b11000, a[5]} :
+                   (a[4] && a[1]) ? {4'b1100, a[0], a[5]} :
                    {1'b0, a[5], (a[4:0] < 5'd4) ? {3'd0, a[1]} : pc_m2[3:0]};
         st_hi <= (a[10] || a[4:0] < 5'd4) ? a[0] : 1'b0;
         if (rst) begin
@@ -181,15 +189,15 @@ module wccp_regs #(
     wire         cm;
     always @(posedge clk) begin
         if (rst) begin
-            gc_cp <= 1'b0; gc_done <= 1'b0; gc_wait <= 3'd0; gc_a <= 6'd0;
+            gc_cp <= 1'b0; gc_done <= 1'b0; gc_wait <= 3'd0; gc_a <= 8'd0;
         end else begin
             if (!gc_cp && !gc_done && commit_req && hold && hold2 && !busy_r && !commit_go && !commit_now) begin
                 gc_cp <= 1'b1;
-                gc_a <= 6'd0;
+                gc_a <= 8'd0;
             end
             if (gc_cp) begin
-                gc_a <= gc_a + 6'd1;
-                if (gc_a == 6'd63) begin
+                gc_a <= gc_a + 8'd1;
+                if (gc_a == 8'd255) begin
                     gc_cp <= 1'b0;
                     gc_done <= 1'b1;
                     gc_wait <= 3'd5;
@@ -350,32 +358,63 @@ module wccp_regs #(
     end
 
     // ---------------- group configuration ----------------
-    // The shadow copy is a 64 x 32 block RAM (wccp_bram: address slot*8 + register, registers
-    // 0..6) written from the bus, with a valid bit per word (cleared by reset: a word never
-    // written since reads as 0, as a reset register would). A commit copies it into the live
-    // flip-flops a word a cycle while the engines are held (gc_cp: 64 reads, the last write
-    // four cycles after the last read), then swaps the globals and the table banks
-    // (commit_go). The engines see the live copy only when hold is clear: wholly old before
-    // the swap, wholly new after it.
-    reg  [63:0] gvalid;                  // per RAM word: written since reset
-    wire        g_wr = p_wr && in_group && a[4:3] == 2'd0 && a[2:0] != 3'd7;
+    // The shadow copy is a 256 x 32 block RAM (wccp_bram: address slot*32 + register offset,
+    // registers 0..6 and the redirect-list words 8..31) written from the bus, with a valid bit
+    // per word (forgotten at reset: a word never written since reads as 0, as a reset register
+    // would). A commit copies it a word a cycle while the engines are held (gc_cp: 256
+    // reads): registers 0..6 into the live flip-flops (the last write four cycles after the
+    // last read), every word into the live redirect-list RAM (acl, two cycles after its
+    // read), then swaps the globals and the table banks (commit_go). The engines see the live
+    // copy only when hold is clear: wholly old before the swap, wholly new after it.
+    wire        g_wr = p_wr && in_group && a[4:0] != 5'd7;
     wire [31:0] gc_q;                    // the word at gc_a, two cycles later
     /* verilator lint_off PINCONNECTEMPTY */
-    wccp_bram #(.AW(6), .DW(32)) gmem (
-        .clk(clk), .a_we(g_wr), .a_addr({a[7:5], a[2:0]}), .a_wdata(p_wd), .a_rdata(),
+    wccp_bram #(.AW(8), .DW(32)) gmem (
+        .clk(clk), .a_we(g_wr), .a_addr(a[7:0]), .a_wdata(p_wd), .a_rdata(),
         .b_addr(gc_a), .b_rdata(gc_q));
     /* verilator lint_on PINCONNECTEMPTY */
-    integer gk;
-    always @(posedge clk)
-        for (gk = 0; gk < 64; gk = gk + 1)
-            if (rst) gvalid[gk] <= 1'b0;
-            else if (g_wr && {a[7:5], a[2:0]} == gk[5:0]) gvalid[gk] <= 1'b1;
+    // the live redirect-lists: port A is the copy's (gc_v2: the word at gc_a2) while the
+    // engines are held, else engine 0's; port B engine 1's
+    wccp_bram #(.AW(8), .DW(32)) acl (
+        .clk(clk), .a_we(gc_v2), .a_addr(gc_v2 ? gc_a2 : acl_raddr0), .a_wdata(gc_ok ? gc_q : 32'd0),
+        .a_rdata(acl_rdata0), .b_addr(acl_raddr1), .b_rdata(acl_rdata1));
+    // The valid bits: a row of 8 per 8 words (row = address[7:3], bit = address[2:0]) in
+    // distributed RAM (asynchronous read), in two copies written alike: one read by the bus
+    // write, one by the commit copy; and a flip-flop per row, cleared by reset, that says
+    // whether the row was written since (if not, its bits read as 0 and its first write
+    // writes the whole row). A bus write reads its row and the row's flag (registered with
+    // the write's row and bit) and writes the row back with its bit set a cycle later (v_we);
+    // when the write before it, being written back in that cycle, is to the same row, it
+    // takes that one's row instead (v_fwd, v_last).
+    reg  [7:0]  vram_w [0:31];
+    reg  [7:0]  vram_c [0:31];
+    reg  [31:0] vrow;
+    reg  [7:0]  v_rd, v_bit, v_last;
+    reg  [4:0]  v_row;
+    reg         v_we, v_rv, v_fwd;
+    wire [7:0]  v_new = (v_fwd ? v_last : v_rv ? v_rd : 8'd0) | v_bit;
+    always @(posedge clk) begin
+        v_rd <= vram_w[a[7:3]];
+        v_rv <= vrow[a[7:3]];
+        v_fwd <= v_we && v_row == a[7:3];
+        v_bit <= 8'd1 << a[2:0];
+        v_row <= a[7:3];
+        v_we <= g_wr && !rst;
+        if (v_we) begin
+            vram_w[v_row] <= v_new;
+            vram_c[v_row] <= v_new;
+            v_last <= v_new;
+        end
+        if (rst) vrow <= 32'd0;
+        else if (v_we) vrow[v_row] <= 1'b1;
+    end
     // the copy: read address gc_a (the RAM answers two cycles later), then the word, its valid
     // bit and its (slot, register) strobe registered per slot (timing: the data fans out to
     // 1 792 flip-flops), then applied
-    reg  [5:0]  gc_a, gc_a1, gc_a2;
-    reg         gc_v1, gc_v2, gc_ok;     // gc_ok: gvalid of gc_a2's word
-    reg  [7:0]  gc_v8;                   // gvalid of gc_a1's slot (picked with gc_a)
+    reg  [7:0]  gc_a, gc_a1, gc_a2;
+    reg         gc_v1, gc_v2, gc_ok;     // gc_ok: the valid bit of gc_a2's word
+    reg  [7:0]  gc_v8;                   // the valid bits of gc_a1's row (read with gc_a)
+    reg         gc_vr;                   // and the row's written-since-reset flag
     reg  [55:0] gc_hit;
     reg  [255:0] gc_d;
     integer gj, gi;
@@ -384,12 +423,13 @@ module wccp_regs #(
         gc_a2 <= gc_a1;
         gc_v1 <= gc_cp && !rst;
         gc_v2 <= gc_v1 && !rst;
-        gc_v8 <= gvalid[{gc_a[5:3], 3'd0} +: 8];     // the lookup in two steps (timing)
-        gc_ok <= gc_v8[gc_a1[2:0]];
+        gc_v8 <= vram_c[gc_a[7:3]];      // the lookup in two steps (timing)
+        gc_vr <= vrow[gc_a[7:3]];
+        gc_ok <= gc_vr && gc_v8[gc_a1[2:0]];
         for (gj = 0; gj < 8; gj = gj + 1) begin
             for (gi = 0; gi < 7; gi = gi + 1)
-                gc_hit[gj * 7 + gi] <= gc_v2 && gc_a2 == {gj[2:0], gi[2:0]} && !rst;
-            if (gc_a2[5:3] == gj[2:0])
+                gc_hit[gj * 7 + gi] <= gc_v2 && gc_a2 == {gj[2:0], 2'b00, gi[2:0]} && !rst;
+            if (gc_a2[7:5] == gj[2:0])
                 gc_d[gj * 32 +: 32] <= gc_ok ? gc_q : 32'd0;
         end
     end

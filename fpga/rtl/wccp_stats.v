@@ -1,7 +1,8 @@
 // Port and slot counters in block RAM ({bytes[31:0], frames[31:0]} per word).
 //   word p*16 + 0 rx, 1 tx, 2 runt, 3 bad_fcs, 4 oversize, 5 overflow, 6..15 causes 0..9
 //   word 32 + slot*2 + port: slot matches
-//   word 48 + port: cause 10 (truncated); words 50..63 unused (cleared, read as 0)
+//   word 48 + port: cause 10 (truncated); word 50 + port: cause 11 (closed_drop); words
+//   52..63 unused (cleared, read as 0)
 // Events are kept per source and folded into the RAM by one read-modify-write pipeline
 // (read, output register, add, write: 4 cycles) that starts up to three operations every
 // four cycles. A fixed wheel gives every source its own turns, 4 cycles apart:
@@ -33,7 +34,7 @@ module wccp_stats (
     input  wire [7:0]  ev_drop,      // per port {overflow, oversize, bad_fcs, runt}
     input  wire [1:0]  ev_tx,
     input  wire [23:0] ev_tx_len,
-    input  wire [21:0] ev_cause,     // per port 11 bits (wccp_decide cause order)
+    input  wire [23:0] ev_cause,     // per port 12 bits (wccp_decide cause order)
     input  wire [1:0]  ev_slot,
     input  wire [5:0]  ev_slot_idx,
     input  wire [23:0] ev_bytes,
@@ -43,10 +44,12 @@ module wccp_stats (
     output reg  [31:0] rdata,
     output reg         rvalid
 );
-    // two or more of five bits set
-    function two5(input [4:0] x);
-        two5 = (x[0] & (x[1] | x[2] | x[3] | x[4])) | (x[1] & (x[2] | x[3] | x[4])) |
-               (x[2] & (x[3] | x[4])) | (x[3] & x[4]);
+    // set bits of 4 bits (a LUT per result bit), of the 12 cause bits (three of those added)
+    function [2:0] pop4(input [3:0] x);
+        pop4 = {2'd0, x[0]} + {2'd0, x[1]} + {2'd0, x[2]} + {2'd0, x[3]};
+    endfunction
+    function [3:0] pop12(input [11:0] x);
+        pop12 = {1'b0, pop4(x[3:0])} + {1'b0, pop4(x[7:4])} + {1'b0, pop4(x[11:8])};
     endfunction
 
     // ---------------- wheel ----------------
@@ -133,23 +136,32 @@ module wccp_stats (
             // decision FIFO (distributed RAM, registered head)
             // the decision event is registered first (it comes from the engine, far away)
             // (with a flag "no cause bit", so that the head's hcz is loaded without a compare
-            // after the FIFO's distributed RAM)
-            reg  [27:0] e_rec;
+            // after the FIFO's distributed RAM; and the number of cause bits, counted in a stage
+            // of its own and written into the FIFO with the record, so that "two or more
+            // pending" is a compare of a counter)
+            reg  [28:0] e_rec;
             reg         e_any;
             always @(posedge clk) begin
-                e_rec <= {ev_cause[p*11 +: 11] == 11'd0, ev_cause[p*11 +: 11], ev_slot[p],
+                e_rec <= {ev_cause[p*12 +: 12] == 12'd0, ev_cause[p*12 +: 12], ev_slot[p],
                           ev_slot_idx[p*3 +: 3], ev_bytes[p*12 +: 12]};
-                e_any <= !rst && (ev_slot[p] || (|ev_cause[p*11 +: 11]));
+                e_any <= !rst && (ev_slot[p] || (|ev_cause[p*12 +: 12]));
             end
-            reg  [27:0] fm [0:15];
+            reg  [32:0] e_rec2;
+            reg         e_any2;
+            always @(posedge clk) begin
+                e_rec2 <= {pop12(e_rec[27:16]), e_rec};
+                e_any2 <= e_any && !rst;
+            end
+            reg  [32:0] fm [0:15];
             reg  [4:0]  fw, fr;
             always @(posedge clk) begin
-                if (e_any)
-                    fm[fw[3:0]] <= e_rec;
+                if (e_any2)
+                    fm[fw[3:0]] <= e_rec2;
             end
-            wire [27:0] fh = fm[fr[3:0]];
+            wire [32:0] fh = fm[fr[3:0]];
             reg         hv;           // head holds a record with something left to count
-            reg  [10:0] hc;           // head: cause bits not yet counted
+            reg  [11:0] hc;           // head: cause bits not yet counted
+            reg  [3:0]  hn;           // head: their number
             reg         hs;           // head: slot match not yet counted
             reg  [2:0]  hsi;
             reg  [11:0] hb;
@@ -166,12 +178,12 @@ module wccp_stats (
             integer k;
             always @(*) begin
                 ci = 4'd0;
-                for (k = 10; k >= 0; k = k - 1)
+                for (k = 11; k >= 0; k = k - 1)
                     if (hc[k]) ci = k[3:0];
-                multi = (|hc[4:0] && |hc[9:5]) || two5(hc[4:0]) || two5(hc[9:5]) ||
-                        (hc[10] && |hc[9:0]);
+                multi = |hn[3:1];
             end
-            reg  [5:0]  cw;           // word of the cause counter: p*16 + 6 + ci, 48 + p for 10
+            reg  [5:0]  cw;           // word of the cause counter: p*16 + 6 + ci, 48 + p for 10,
+                                      // 50 + p for 11
             always @(*) begin
                 case (ci)
                 4'd0: cw = {1'b0, base[4], 4'd6};
@@ -184,27 +196,29 @@ module wccp_stats (
                 4'd7: cw = {1'b0, base[4], 4'd13};
                 4'd8: cw = {1'b0, base[4], 4'd14};
                 4'd9: cw = {1'b0, base[4], 4'd15};
-                default: cw = {5'b11000, base[4]};
+                4'd10: cw = {5'b11000, base[4]};
+                default: cw = {5'b11001, base[4]};
                 endcase
             end
             reg  hcz;                 // hc == 0 (registered)
             always @(posedge clk) begin
                 if (rst) begin
                     fw <= 5'd0; fr <= 5'd0;
-                    hv <= 1'b0; hc <= 11'd0; hcz <= 1'b1; hs <= 1'b0; hsi <= 3'd0;
+                    hv <= 1'b0; hc <= 12'd0; hn <= 4'd0; hcz <= 1'b1; hs <= 1'b0; hsi <= 3'd0;
                     nf <= 1'b0; nc <= 1'b0; ns <= 1'b0; nl <= 1'b0;
                     na <= 6'd0; nb <= 12'd0;
                 end else begin
-                    if (e_any && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
+                    if (e_any2 && (fw != {~fr[4], fr[3:0]})) fw <= fw + 5'd1;
                     if (t_dec && nf) begin
                         if (nc) begin
-                            hc <= hc & (hc - 11'd1);
+                            hc <= hc & (hc - 12'd1);
+                            hn <= hn - 4'd1;
                             hcz <= !multi;
                         end
                         if (ns) hs <= 1'b0;
                         if (nl) hv <= 1'b0;
                     end else if (!hv && fw != fr) begin
-                        {hcz, hc, hs, hsi, hb} <= fh;
+                        {hn, hcz, hc, hs, hsi, hb} <= fh;
                         hv <= 1'b1;
                         fr <= fr + 5'd1;
                     end

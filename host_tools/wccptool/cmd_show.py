@@ -44,8 +44,9 @@ def _row(label, value, width=38):
 
 # Data-plane decision counters shown in the summary (totals; docs/regmap.md PORTCNT):
 # packets forwarded normally because they were not valid for redirect, and packets dropped
-# by a decision (GRE return with a bad inner packet; a truncated datagram cut through).
-DP_DROPS = ("gre_return_bad", "truncated")
+# by a decision (GRE return with a bad inner packet; a truncated datagram cut through; a closed
+# service's unassigned packet).
+DP_DROPS = ("gre_return_bad", "truncated", "closed_drop")
 
 
 def render_dataplane(dp):

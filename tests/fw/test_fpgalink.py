@@ -106,6 +106,26 @@ def test_wrong_identity_is_never_written_or_armed():
     assert link.state == "up" and w.fpga.model.redirect_enabled()
 
 
+def test_older_minor_is_driven_without_policies():
+    """A bitstream of register map 1.3 (before closed services and redirect-lists) is still
+    driven; a closed service or a redirect-list is refused for it, with the reason."""
+    w = Wire()
+    w.fpga = ModelRegisterFile()
+    w.version = 0x00010003
+    link = FpgaLink(LoopbackTransport(w), retry_ms=0, check_ms=0, log=lambda m: None)
+    _program(link)
+    assert link.state == "up" and link.info()["version"] == "1.3"
+    link.set_policy(0, False, [])                  # nothing it cannot hold
+    for args in ((0, True, []), (0, False, [(True, 0, 0, 0, 0)])):
+        try:
+            link.set_policy(*args)
+            raise AssertionError("a policy the register map cannot hold was accepted")
+        except ValueError as e:
+            assert "register map 1.3" in str(e) and "1.4 or later" in str(e), e
+    assert link.state == "up"
+    assert "register map 1.2" in check_identity(R.ID_VALUE, 0x00010002, 0)     # older than the oldest driven
+
+
 def test_spi_errors_fail_open_and_fpga_reset_is_reprogrammed():
     w = Wire()
     w.fpga = ModelRegisterFile()
@@ -142,13 +162,10 @@ def test_discovery_and_policy_reach_the_fpga_and_survive_a_reprogramming():
     w.fpga = ModelRegisterFile()
     link = FpgaLink(LoopbackTransport(w), retry_ms=0, check_ms=0, log=lambda m: None)
     _program(link)
-    try:                            # the driver's answer reaches the router: this FPGA has no closed services
-        link.set_policy(0, True, [])
-        raise AssertionError("a policy the register map cannot hold was accepted")
-    except ValueError as e:
-        assert "cannot hold" in str(e)
-    link.set_policy(0, False, [])
+    acl = [(False, 0xC0A80100, 0xFFFFFF00, 0, 0), (True, 0, 0, 0x08080000, 0xFFFF0000)]
+    link.set_policy(0, True, acl)
     link.commit()
+    assert w.fpga.model._live.slots[0].closed and w.fpga.model._live.slots[0].acl == acl
     frame = b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + b"\x08\x06" + bytes(28)
     link.send_frame(3, frame)
     assert w.fpga.model.pktout_sent == 2                    # out of both ports
@@ -161,6 +178,7 @@ def test_discovery_and_policy_reach_the_fpga_and_survive_a_reprogramming():
     link.heartbeat()
     assert link.state == "up" and w.fpga.commits == 1
     assert w.fpga.model.cache_location(0, 0) == (mac, 1)   # the learnt location, written again
+    assert w.fpga.model._live.slots[0].closed and w.fpga.model._live.slots[0].acl == acl
     # while the FPGA is away nothing is sent and no capture is consumed
     _break(link)
     assert link.arp_replies(5) == (5, [])

@@ -76,8 +76,11 @@ def test_model_closed_service_drops_unassigned_traffic():
     m.commit()
     d = m.decide(0, f)
     assert (d.action, d.reason) == ("drop", "closed")
-    before = m.counters()["unassigned"]
-    assert m.process(0, f) == [] and m.counters()["unassigned"] == before + 1
+    before = m.counters()
+    assert m.process(0, f) == []
+    after = m.counters()
+    assert after["closed_drop"] == before["closed_drop"] + 1 and after["unassigned"] == before["unassigned"]
+    assert after["slot_frames"] == before["slot_frames"]
     m.set_hash(0, [0] * 256)                                          # a cache for it: redirected
     m.commit()
     assert m.decide(0, f).action == "redirect_gre"
@@ -119,13 +122,81 @@ def test_router_programs_policies_and_keeps_a_closed_dynamic_definition():
     assert r.status()["groups"][1]["policy"]["closed"] is True
 
 
-def test_fpga_register_map_cannot_hold_policies_router_says_so():
+def test_fpga_driver_writes_policies_into_the_register_map():
+    """set_policy: CLOSED and NUM_ACL in GROUP_CTRL (with the slot's other fields), the entries
+    as ACL_SRC, ACL_DST, ACL_CTRL (prefix lengths, PERMIT); live at the commit; the register
+    file decodes them into the model as they were given."""
+    from wccp import regmap as RM
+    from wccp.fpga import FpgaDataPlane, group_addr
+    from wccp.fwdmodel import ForwardingModel
+    from wccp.fwdmodel_regs import ModelRegisterFile
+    from wccp.transport import LoopbackTransport
+    fm = ForwardingModel()
+    rf = ModelRegisterFile(fm)
+    dp = FpgaDataPlane(LoopbackTransport(rf))
+    dp.set_group(3, {"service_type": 0, "service_id": 0, "priority": 0, "protocol": 6, "service_flags": 0,
+                     "ports": [0] * 8})
+    dp.set_caches(3, [{"address": 0x0A000002}, {"address": 0x0A000003}])
+    acl = [(False, 0xC0A80100, 0xFFFFFF00, 0, 0), (True, 0x0A000000, 0xFF000000, 0x08080808, 0xFFFFFFFF),
+           (True, 0, 0, 0, 0)]
+    dp.set_policy(3, True, acl)
+    g = group_addr(3, 0)
+    assert rf.shadow[g + RM.GROUP_CTRL] == 1 | RM.GROUP_CTRL_CLOSED | 2 << 16 | 3 << RM.GROUP_CTRL_NUM_ACL_SHIFT
+    assert [rf.shadow[g + RM.ACL_SRC + i] for i in range(9)] == [
+        0xC0A80100, 0, 24, 0x0A000000, 0x08080808, 8 | 32 << 8 | RM.ACL_PERMIT, 0, 0, RM.ACL_PERMIT]
+    assert fm._live.slots[3].acl == () and not fm._live.slots[3].closed       # shadow until the commit
+    dp.commit()
+    assert fm._live.slots[3].acl == acl and fm._live.slots[3].closed
+    assert fm._live.slots[3].enabled and len(fm._live.slots[3].caches) == 2
+    dp.set_caches(3, [{"address": 0x0A000002}])          # GROUP_CTRL rewritten: the policy kept
+    dp.set_policy(3, False, acl[:1])
+    dp.commit()
+    assert rf.shadow[g + RM.GROUP_CTRL] == 1 | 1 << 16 | 1 << RM.GROUP_CTRL_NUM_ACL_SHIFT
+    assert fm._live.slots[3].acl == acl[:1] and not fm._live.slots[3].closed
+    dp.set_policy(3, False, ())
+    dp.commit()
+    assert fm._live.slots[3].acl == [] and rf.shadow[g + RM.GROUP_CTRL] == 1 | 1 << 16
+    raises(ValueError, dp.set_policy, 3, False, [(True, 0x0A000000, 0xFF00FF00, 0, 0)])   # not a prefix
+    assert dp.tables()["slots"][3]["redirect_list"] == []
+
+
+def test_fpga_driver_failed_policy_write_is_never_committed():
+    """A redirect-list whose register write fails leaves the slot's policy unknown: the commit
+    is refused (the previous policy stays live) until set_policy rewrites it whole."""
+    from test_hardening import _FlakyTransport
+    from wccp import regmap as RM
+    from wccp.fpga import FpgaDataPlane, FpgaError, group_addr
+    from wccp.fwdmodel import ForwardingModel
+    from wccp.fwdmodel_regs import ModelRegisterFile
+    from wccp.transport import LoopbackTransport
+    fm = ForwardingModel()
+    t = _FlakyTransport(LoopbackTransport(ModelRegisterFile(fm)))
+    dp = FpgaDataPlane(t)
+    old = [(True, 0, 0, 0x08080800, 0xFFFFFF00)]
+    dp.set_policy(2, False, old)
+    dp.commit()
+    t.fail_at = group_addr(2, RM.ACL_SRC)
+    new = [(False, 0xC0A80000, 0xFFFF0000, 0, 0), (True, 0, 0, 0, 0)]
+    raises(OSError, dp.set_policy, 2, True, new)
+    assert dp.stale_slots() == [2]
+    raises(FpgaError, dp.commit)
+    assert fm._live.slots[2].acl == old and not fm._live.slots[2].closed
+    dp.set_policy(2, True, new)
+    dp.commit()
+    assert fm._live.slots[2].acl == new and fm._live.slots[2].closed and dp.stale_slots() == []
+
+
+def test_fpga_older_register_map_cannot_hold_policies_router_says_so():
+    from test_fpgalink import Wire
     from wccp.fpga import FpgaDataPlane
     from wccp.fwdmodel import ForwardingModel
     from wccp.fwdmodel_regs import ModelRegisterFile
     from wccp.transport import LoopbackTransport
     fm = ForwardingModel()
-    dp = FpgaDataPlane(LoopbackTransport(ModelRegisterFile(fm)))
+    w = Wire()
+    w.fpga = ModelRegisterFile(fm)
+    w.version = 0x00010003                                            # a bitstream before 1.4
+    dp = FpgaDataPlane(LoopbackTransport(w))
     dp.set_policy(0, False, ())                                       # nothing to hold: fine
     raises(ValueError, dp.set_policy, 0, True, ())
     r, _ = make([{"id": 0, "closed": True}, {"id": 91}], dp=dp)

@@ -41,7 +41,7 @@ from wccp.dataplane import (
     SF_SRC_IP_HASH,
     SF_SRC_PORT_HASH,
 )
-from wccp.fpga import method_word
+from wccp.fpga import acl_words, method_word
 from wccp.fwdmodel import ForwardingModel
 from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
@@ -54,7 +54,7 @@ CLK_NS = 8
 # ev_cause bits (the counters of wccp_stats) and the model's counter names
 CAUSE_BIT = {"not_redirectable": 0, "from_cache": 1, "unassigned": 2, "cache_unknown": 3,
              "gre_too_big": 4, "gre_return": 5, "redirect_l2": 6, "redirect_gre": 7,
-             "gre_return_bad": 9, "truncated": 10}
+             "gre_return_bad": 9, "truncated": 10, "closed_drop": 11}
 C_LEARN = 8
 
 ACT_FIELDS = ("drop", "port", "start", "flen", "hlen", "kind", "dmac", "smac", "vlan", "tci", "tl", "csum",
@@ -229,6 +229,7 @@ def table_images(model):
     """RAM images (as the firmware's FPGA driver writes them) and live config of the model."""
     t = model._live
     img = {0: [0] * 256, 1: [0] * 256, 2: [0] * 512, 3: [0] * 64, 4: [0] * 1024}
+    acl = [0] * 256         # the live redirect-list RAM: slot*32 + group word offset
     ctrl = svc = flags = ports = 0
     for s in range(MAX_GROUPS):
         sl = t.slots[s]
@@ -249,7 +250,11 @@ def table_images(model):
                 img[3][s * 8 + k * 2 + 1] = w1
                 for w, v in enumerate(regpack.pack_bytes(table)):
                     img[4][s * 128 + k * 32 + w] = v
-        ctrl |= (int(sl.enabled) | assign << 1 | nsets << 8 | len(sl.caches) << 16) << (32 * s)
+        ctrl |= (int(sl.enabled) | assign << 1 | nsets << 8 | len(sl.caches) << 16 |
+                 (R.GROUP_CTRL_CLOSED if sl.closed else 0) |
+                 len(sl.acl) << R.GROUP_CTRL_NUM_ACL_SHIFT) << (32 * s)
+        for w, v in enumerate(acl_words(sl.acl)):
+            acl[s * 32 + R.ACL_SRC + w] = v
         if sl.service is not None:
             sv = sl.service
             svc |= (sv["service_type"] | sv["service_id"] << 8 | sv["priority"] << 16 |
@@ -263,12 +268,12 @@ def table_images(model):
            "appl_mac": int.from_bytes(t.mac, "big"), "mtu": t.mtu,
            "nh_mac": int.from_bytes(nh, "big") if nh else 0,
            "grp_ctrl": ctrl, "grp_svc": svc, "grp_flags": flags, "grp_ports": ports}
-    return img, learnt, cfg
+    return img, learnt, cfg, acl
 
 
 # RAM contents survive between cocotb tests (no reset): the mirrors live at module level
 _RAMS = {"banks": {k: [[0] * n, [0] * n] for k, n in ((0, 256), (1, 256), (2, 512), (3, 64), (4, 1024))},
-         "live": 0, "learnt": [0] * 256}
+         "live": 0, "learnt": [0] * 256, "acl": [0] * 256}
 
 
 class TB:
@@ -278,7 +283,7 @@ class TB:
         self.start = 0
         self.cycle = 0
         cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
-        for s in ("hold", "in_valid", "act_ready", "lr_ack_en", "t_wr", "tl_wr", "active", "st_valid",
+        for s in ("hold", "in_valid", "act_ready", "lr_ack_en", "t_wr", "tl_wr", "acl_wr", "active", "st_valid",
                   "out_idle", "fin_ready"):
             getattr(dut, s).value = 0
         for f in BUNDLE_FIELDS:
@@ -300,7 +305,7 @@ class TB:
         """Program the model's live tables into the shadow bank, switch banks, set the config
         and write the cache locations (engine idle)."""
         d = self.dut
-        img, learnt, cfg = table_images(model)
+        img, learnt, cfg, acl = table_images(model)
         shadow = _RAMS["live"] ^ 1
         d.t_wr.value = 0
         for sel, words in img.items():
@@ -314,6 +319,14 @@ class TB:
                     await RisingEdge(d.clk)
                     bank[a] = v
         d.t_wr.value = 0
+        for a, v in enumerate(acl):
+            if _RAMS["acl"][a] != v:
+                d.acl_waddr.value = a
+                d.acl_wdata.value = v
+                d.acl_wr.value = 1
+                await RisingEdge(d.clk)
+                _RAMS["acl"][a] = v
+        d.acl_wr.value = 0
         _RAMS["live"] = shadow
         d.live.value = shadow
         for k, v in cfg.items():
@@ -370,7 +383,7 @@ class TB:
         """Add this cycle's event pulses (causes, learns, slot / cache / bucket) to ev."""
         d = self.dut
         cause = int(d.ev_cause.value)
-        for b in range(11):
+        for b in range(12):
             if cause >> b & 1:
                 if b == C_LEARN:
                     ev["learn"] += 1
@@ -866,8 +879,23 @@ def watchdog_frames():
 
 # --- random tables and traffic ---------------------------------------------------------------
 
+def random_policy(r, srcs, dsts):
+    """A random closed flag and redirect-list (0..8 entries, permit or deny) whose prefixes
+    (lengths 0..32) are taken from the addresses the traffic uses."""
+    def net(addrs):
+        if r.random() < 0.3:
+            return 0, 0
+        n = r.choice([0, 1, 8, 16, 20, 24, 28, 31, 32, r.randrange(33)])
+        m = (0xFFFFFFFF << (32 - n)) & 0xFFFFFFFF
+        return r.choice(addrs) & m, m
+    acl = []
+    for _ in range(r.choice([0, 1, 2, 3, 5, 8])):
+        acl.append((r.random() < 0.6,) + net(srcs) + net(dsts))
+    return r.random() < 0.5, acl
+
+
 class RandomScenario:
-    def __init__(self, seed):
+    def __init__(self, seed, policies=False):
         from wccp_frames import FrameGen
         r = self.rng = random.Random(seed)
         self.pool = [0x0A020001 + 3 * i for i in range(40)]
@@ -925,6 +953,12 @@ class RandomScenario:
                                      r.randrange(n + 1)))
                     sets.append({"masks": masks, "values": vals})
                 m.set_mask(s, sets)
+        if policies:            # (their own generator: the tables above stay those of the seed)
+            pr = random.Random(seed * 7 + 1)
+            g = self.gen
+            for s in range(MAX_GROUPS):
+                if pr.random() < 0.75:
+                    m.set_policy(s, *random_policy(pr, g.clients + self.pool, g.servers + self.pool))
         m.commit()
         m.commit()
         if r.random() < 0.1:
@@ -1110,6 +1144,93 @@ async def test_random(dut):
     for k in ("redirect_gre", "redirect_l2", "gre_return", "from_cache", "unassigned", "cache_unknown",
               "not_redirectable", "not_ipv4", "no_match", "bad_frame"):
         assert reasons.get(k, 0) > 0, (k, reasons)
+
+
+def policy_model():
+    """directed_model with redirect-lists and closed services: slot 0 refuses the clients
+    192.168.1.0/24, permits 8.8.0.0/24 and is closed; slot 1 (mask) permits 192.168.1.0/24
+    only and is closed; slot 2 (UDP 53) refuses 8.8.1.0/25 (slot 3, every UDP port, no
+    assignment, closed, takes it and drops it); slot 4 (every protocol) has 8 entries of
+    which none contains the test's traffic (refused after all 8: slot 5, TCP 80, takes it)."""
+    m = directed_model()
+    m.set_policy(0, True, [(False, 0xC0A80100, 0xFFFFFF00, 0, 0), (True, 0, 0, 0x08080000, 0xFFFFFF00)])
+    m.set_policy(1, True, [(True, 0xC0A80100, 0xFFFFFF00, 0, 0)])
+    m.set_policy(2, False, [(False, 0, 0, 0x08080100, 0xFFFFFF80), (True, 0, 0, 0, 0)])
+    m.set_policy(3, True, [])
+    m.set_policy(4, False, [(True, 0x0A630000 + 256 * i, 0xFFFFFF00, 0, 0) for i in range(7)] +
+                 [(False, 0, 0, 0x01020304, 0xFFFFFFFF)])
+    m.commit()
+    return m
+
+
+def policy_frames():
+    c2 = 0xC0A80201             # a client outside 192.168.1.0/24
+    return [mk(dst=CL[1]),                                  # slot 0 refuses: slot 5 (L2)
+            mk(dst=CL[1], src=c2),                          # slot 0 permits (entry 1): GRE
+            mk(dst=CL[2], src=c2, vlan=9),
+            mk(dst=CL[3], src=c2),                          # unassigned bucket: closed, dropped
+            mk(dst=CL[9], src=c2), mk(dst=CL[11], src=c2),  # index beyond the caches: dropped
+            mk(dst=CL[12], src=client_for_alt(0)),          # alternate unassigned: dropped
+            mk(dst=CL[8], src=c2),                          # location unknown: forwarded
+            mk(dst=0x01020304, src=c2),                     # no entry contains it: slot 5
+            mk(dst=0x01020304, src=c2, dport=8080),         # ... and no other slot: forwarded
+            mk(sport=3128, dport=3, src=0xC0A80102),        # slot 1: no mask value, dropped
+            mk(sport=3128, dport=3, src=0xC0A80101),        # slot 1: the second set's value
+            mk(sport=3128, dport=3, src=0xC0A80702),        # slot 1 refuses: no other slot
+            mk(proto=17, sport=999, dport=53, dst=0x08080101),    # slot 2 refuses: slot 3 drops
+            mk(proto=17, sport=999, dport=53, dst=0x080801C8),    # slot 2 permits
+            mk(proto=17, sport=999, dport=999),             # slot 3: no assignment, dropped
+            cut(mk(dst=CL[3], src=c2)),                     # a closed drop, truncated
+            mk(src=C_ADDR[4], l2src=bytes.fromhex("02dd00000004"), proto=17)]   # from a cache
+
+
+@cocotb_test
+async def test_policy(dut):
+    """Redirect-lists (first entry containing the frame decides; refused: the next matching
+    slot; prefix lengths 0..32) and closed services (dropped and counted where the decision
+    would be unassigned, in each of its places), against the model, at full speed, with
+    back-pressure and with late statuses."""
+    tb = TB(dut, 31)
+    await tb.reset()
+    for mode in range(3):
+        m = policy_model()
+        await tb.load(m)
+        exps = tb.expect(m, policy_frames(), bad_p=0.1 if mode else 0.0)
+        if mode == 0:
+            got = [(e.reason, e.decision.slot) for e in exps]
+            assert got[0] == ("redirect_l2", 5) and got[1] == ("redirect_gre", 0), got
+            assert [r for r, _s in got].count("closed") >= 6, got
+            assert got[9] == ("no_match", None) and got[12] == ("no_match", None), got
+            assert got[13] == ("closed", 3) and got[14][1] == 2, got
+            acts, lrs, ev, _ = await tb.run(exps)
+        elif mode == 1:
+            acts, lrs, ev, _ = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="now")
+        else:
+            acts, lrs, ev, _ = await tb.run(exps, gap_p=0.3, ready_p=0.5, ack_p=0.5, st_mode="late")
+        tb.check(exps, acts, lrs, ev)
+
+
+@cocotb_test
+async def test_policy_random(dut):
+    """Random redirect-lists and closed flags on the random scenarios' slots."""
+    tb = TB(dut, 32)
+    await tb.reset()
+    reasons = {}
+    listed = 0
+    for k in range(5):
+        sc = RandomScenario(3200 + k, policies=True)
+        await tb.load(sc.model)
+        frames = [sc.frame() for _ in range(110)]
+        exps = tb.expect(sc.model, frames, bad_p=0.05)
+        for e in exps:
+            reasons[e.reason] = reasons.get(e.reason, 0) + 1
+        listed += sum(1 for s in range(MAX_GROUPS) if sc.model._live.slots[s].acl)
+        r = tb.rng
+        acts, lrs, ev, _ = await tb.run(exps, gap_p=r.choice([0.0, 0.3]), ready_p=r.choice([1.0, 0.6]),
+                                        ack_p=r.choice([1.0, 0.4]))
+        tb.check(exps, acts, lrs, ev)
+    dut._log.info("policy random: decisions %s, %d slots with a redirect-list", sorted(reasons.items()), listed)
+    assert listed >= 15 and reasons.get("closed", 0) > 0, (listed, reasons)
 
 
 @cocotb_test
@@ -1463,6 +1584,52 @@ async def test_decision_latency(dut):
                                       row["fin_gre"], row["fin_learn"], row["fin_not_ip"]))
 
 
+@cocotb_test
+async def test_acl_latency(dut):
+    """Cycles from in_valid to act_valid (cut-through GRE redirect, engine idle) with a
+    redirect-list on the matching slot (printed for docs/performance.md): a slot without one
+    takes no extra cycle; each entry examined adds 3 cycles (asserted: the structure); a
+    refused slot then costs its scan and the next slot's start."""
+    tb = TB(dut, 33)
+    await tb.reset()
+    client, server = 0xC0A80101, CL[1]
+    miss = [(True, 0x0A630000 + 256 * i, 0xFFFFFF00, 0, 0) for i in range(8)]   # contain nothing here
+
+    def setup(acl0, with_slot1=False):
+        m = ForwardingModel()
+        m.configure(ROUTER_ID, APPL_MAC, 1500)
+        for s in ((0, 1) if with_slot1 else (0,)):
+            m.set_group(s, {"service_type": SERVICE_DYNAMIC, "service_id": 60 + s, "priority": 100,
+                            "protocol": 6, "service_flags": SF_DST_IP_HASH, "ports": []})
+            m.set_caches(s, [cache(C_ADDR[s], mac=C_MAC[s], port=1)])
+            m.set_hash(s, [0] * 256)
+        if acl0 is not None:
+            m.set_policy(0, False, acl0)
+        m.commit()
+        m.commit()
+        m.arm(0)
+        m.heartbeat(now=0)
+        return m
+
+    async def latency(m, slot):
+        await tb.load(m)
+        exps = tb.expect(m, [mk(src=client, dst=server)])
+        assert (exps[0].reason, exps[0].decision.slot) == ("redirect_gre", slot)
+        acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="late", idle_p=1.0,
+                                          fin_p=1.0)
+        tb.check(exps, acts, lrs, ev)
+        assert acts[0]["cut"]
+        return lat[0]
+    base = await latency(setup(None), 0)
+    assert await latency(setup([]), 0) == base
+    permit = [await latency(setup(miss[:k] + [(True, 0, 0, server, 0xFFFFFFFF)]), 0) for k in range(8)]
+    refused = [await latency(setup(miss[:n], with_slot1=True), 1) for n in (1, 8)]
+    assert [permit[k + 1] - permit[k] for k in range(7)] == [3] * 7, permit
+    assert refused[1] - refused[0] == 3 * 7, refused
+    print("ACL_LATENCY no_list=%d permit_at_entry=%s refused_after_1=%d refused_after_8=%d" % (
+        base, ",".join("%d:%d" % (k, v) for k, v in enumerate(permit)), refused[0], refused[1]))
+
+
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_decide(sim):
     here = pathlib.Path(__file__).resolve().parent
@@ -1471,7 +1638,7 @@ def test_wccp_decide(sim):
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"},
                     testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_status", "test_random",
-                              "test_pearson", "test_learning_stress", "test_adjacent_learn",
+                              "test_policy", "test_policy_random", "test_pearson", "test_learning_stress", "test_adjacent_learn",
                               "test_commit_while_waiting"])
     # the engine of receive port 1 (normal forwarding to port 0, learnt locations on port 1)
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 1},
@@ -1481,4 +1648,4 @@ def test_wccp_decide(sim):
     # decision cycles on a fresh engine: the prefilter's bits are only ever set (until power-up),
     # so the other tests' random cache addresses would make client sources scan too
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
-                    extra_env={"WCCP_DECIDE_PORT": "0"}, testcase=["test_decision_latency"])
+                    extra_env={"WCCP_DECIDE_PORT": "0"}, testcase=["test_decision_latency", "test_acl_latency"])

@@ -55,6 +55,10 @@ module wccp_decide_tb #(
     input  wire [2:0]    t_sel,       // 0 cache addr, 1 cache method, 2 bucket, 3 maskpos, 4 masktab
     input  wire [9:0]    t_addr,
     input  wire [31:0]   t_data,
+    // live redirect-list RAM writes from the test (wccp_regs' commit copy: slot*32 + word)
+    input  wire          acl_wr,
+    input  wire [7:0]    acl_waddr,
+    input  wire [31:0]   acl_wdata,
     // learnt-location writes from the test
     input  wire          tl_wr,
     input  wire [7:0]    tl_idx,
@@ -91,7 +95,7 @@ module wccp_decide_tb #(
     input  wire          fin_ready,
     output wire          fin_good,
     output wire [10:0]   fin_flen,
-    output wire [10:0]   ev_cause,
+    output wire [11:0]   ev_cause,
     output wire          ev_slot,
     output wire          ev_cache,
     output wire          ev_bucket,
@@ -139,6 +143,14 @@ module wccp_decide_tb #(
     wccp_ram #(.AW(8), .DW(54), .RD_REG(0)) learnt (
         .clk(clk), .wr_en(ln_we), .wr_addr(ln_widx), .wr_data(ln_wdata),
         .rd_addr(c_raddr), .rd_data(ln_rdata));
+    // the live redirect-lists (wccp_regs' acl RAM: written by the test, read by the engine)
+    wire [7:0]  acl_raddr;
+    wire [31:0] acl_rdata;
+    /* verilator lint_off PINCONNECTEMPTY */
+    wccp_bram #(.AW(8), .DW(32)) acl (
+        .clk(clk), .a_we(acl_wr), .a_addr(acl_waddr), .a_wdata(acl_wdata), .a_rdata(),
+        .b_addr(acl_raddr), .b_rdata(acl_rdata));
+    /* verilator lint_on PINCONNECTEMPTY */
 
     wccp_decide #(.PORT(PORT)) dut (
         .clk(clk), .rst(rst), .hold(hold), .busy(busy),
@@ -152,7 +164,7 @@ module wccp_decide_tb #(
         .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
         .c_raddr(c_raddr), .ca_rdata(ca_rdata), .cm_rdata(cm_rdata), .ln_rdata(ln_rdata),
         .bk_raddr(bk_raddr), .bk_rdata(bk_rdata), .mp_raddr(mp_raddr), .mp_rdata(mp_rdata),
-        .mt_raddr(mt_raddr), .mt_rdata(mt_rdata),
+        .mt_raddr(mt_raddr), .mt_rdata(mt_rdata), .acl_raddr(acl_raddr), .acl_rdata(acl_rdata),
         .lr_valid(lr_valid), .lr_idx(lr_idx), .lr_mac(lr_mac), .lr_ack(lr_ack),
         .sf_ip_wr(t_wr && t_sel == 3'd0), .sf_ip_key(t_data), .sf_mac_wr(ln_we), .sf_mac_key(ln_wdata[47:0]),
         .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),

@@ -1,7 +1,7 @@
 """wccp_decide_cfg: each engine's registered copy of the values that depend on
 the configuration only. Random configurations; two cycles after a change every output matches
 the register map's meaning (slot protocol, any-protocol and port-match flags, scan entry counts,
-hash / mask assignment flags, primary hash key flags, MTU), and rid_sum completes a real IPv4 header checksum of the GRE outer header."""
+hash / mask assignment flags, primary hash key flags, redirect-list flag and entry count, MTU), and rid_sum completes a real IPv4 header checksum of the GRE outer header."""
 import random
 import struct
 
@@ -68,6 +68,11 @@ async def test_config_copy(dut):
         # Pearson hash (GROUP_FLAGS_PEARSON, bit 16), one per slot
         assert [bool(int(dut.psel.value) >> s & 1) for s in range(8)] == \
             [bool(f & regmap.GROUP_FLAGS_PEARSON) for f in flags], rnd
+        # redirect-list: NUM_ACL (GROUP_CTRL [27:24]) not 0, and its value with 9..15 as 8
+        nacl = [(c >> regmap.GROUP_CTRL_NUM_ACL_SHIFT) & 0xF for c in ctrl]
+        assert [bool(int(dut.acl.value) >> s & 1) for s in range(8)] == [n != 0 for n in nacl], rnd
+        assert [(int(dut.nacl.value) >> (4 * s)) & 0xF for s in range(8)] == \
+            [min(n, regmap.MAX_ACL_ENTRIES) for n in nacl], rnd
         # rid_sum + total length + cache address, folded and inverted, is the checksum of the
         # outer header the builder sends (4500, DF, TTL 64, protocol 47, router ID -> cache)
         rid_sum = int(dut.rid_sum.value)

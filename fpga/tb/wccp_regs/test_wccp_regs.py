@@ -1,8 +1,8 @@
 """wccp_regs: identification/read-back, shadow writes + atomic commit (hold until the engines
 are idle, the group RAM copied into the live flip-flops while they are held, the live
 configuration wholly old or wholly new whenever hold is clear, COMMIT_BUSY until the bank copy
-is done),
-table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
+is done; the redirect-list words copied into the live redirect-list RAM in the same copy,
+wholly old or wholly new to the engines' reads), table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
 import os
 import random
 
@@ -21,7 +21,8 @@ class TB:
         self.dut = dut
         self.copy_cycles = copy_cycles
         cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
-        for s in ("reg_addr", "reg_wr", "reg_wdata", "reg_rd", "copy_busy", "engines_busy", "ln_ack"):
+        for s in ("reg_addr", "reg_wr", "reg_wdata", "reg_rd", "copy_busy", "engines_busy", "ln_ack", "acl_raddr0",
+                  "acl_raddr1"):
             getattr(dut, s).value = 0
         self.cycle = 0
         self.t_writes = []       # (sel, addr, data)
@@ -215,7 +216,7 @@ async def test_shadow_commit_atomic(dut):
     assert await tb.rd(R.COMMIT) == 0
     await Timer(1, "ns")
     d.engines_busy.value = 0
-    # busy registered, the group RAM copied (64 words, a word a cycle, while held), the
+    # busy registered, the group RAM copied (256 words, a word a cycle, while held), the
     # commit decided (registered), then applied
     for _ in range(3):
         await RisingEdge(d.clk)
@@ -226,8 +227,8 @@ async def test_shadow_commit_atomic(dut):
         await RisingEdge(d.clk)
         await ReadOnly()
         n += 1
-        assert n < 80, "no swap %d cycles after the engines went idle" % n
-    assert n >= 64, n                      # not before the whole group RAM was read
+        assert n < 280, "no swap %d cycles after the engines went idle" % n
+    assert n >= 256, n                     # not before the whole group RAM was read
     assert tb.live_state() == tb.new
     assert int(d.hold.value) == 0
     await Timer(1, "ns")                   # (the monitor has seen this edge too)
@@ -241,7 +242,7 @@ async def test_shadow_commit_atomic(dut):
     # a second commit with no engine activity: one more flip, same contents, count 2
     tb.old = (1 - live0, tb.new)
     await tb.write(R.COMMIT, 1)
-    for _ in range(110):
+    for _ in range(300):
         await RisingEdge(d.clk)
     assert await tb.rd(R.COMMIT) == 2
     assert len(tb.copy_starts) == 2 and len(tb.live_flips) == 2
@@ -259,7 +260,7 @@ async def test_reset_forgets_group_shadow(dut):
     async def commit():
         n = int(d.live.value)
         await tb.write(R.COMMIT, 1)
-        for _ in range(200):
+        for _ in range(400):
             await RisingEdge(d.clk)
             if int(d.live.value) != n and not int(d.copy_busy.value):
                 break
@@ -278,6 +279,95 @@ async def test_reset_forgets_group_shadow(dut):
     await commit()
     assert int(d.grp_ctrl.value) == 0 and int(d.grp_flags.value) == 0 and int(d.grp_ports.value) == 0
     assert int(d.grp_svc.value) == 0x1234 << (32 * 5)
+
+
+async def commit_and_wait(tb):
+    d = tb.dut
+    n = int(d.live.value)
+    await tb.write(R.COMMIT, 1)
+    for _ in range(400):
+        await RisingEdge(d.clk)
+        if int(d.live.value) != n:
+            break
+    await ReadOnly()
+    assert int(d.live.value) != n
+    await RisingEdge(d.clk)
+
+
+def acl_addr(slot, word):
+    """A word of a slot's redirect-list as the engines address the live redirect-list RAM."""
+    return slot * R.GROUP_STRIDE + word
+
+
+@cocotb_test
+async def test_acl_commit_atomic(dut):
+    """Redirect-list words (ACL_SRC/DST/CTRL) are shadow: the engines' reads of the live
+    redirect-list RAM (both ports) return the words of the last commit, wholly old until
+    the swap and wholly new from it, whatever the cycle they read in while not held."""
+    tb = TB(dut, copy_cycles=4)
+    await tb.reset()
+    d = dut
+    rng = random.Random(21)
+    words = [(s, R.ACL_SRC + w) for s in (0, 4, 7) for w in range(3 * R.MAX_ACL_ENTRIES)]
+    old = {k: 0 for k in words}
+    new = {}
+    for rnd in range(3):
+        new = {k: rng.getrandbits(32) for k in words}
+        for (s, w), v in new.items():
+            await tb.write(R.GROUP_BASE + s * R.GROUP_STRIDE + w, v)
+        # every cycle both ports read a random one of the words; a read in a cycle without
+        # hold returns (two cycles later) the old word before the swap, the new one after it
+        seen = []
+        done = [False]
+
+        async def reader(seen, done):
+            pend = []
+            while not done[0]:
+                await Timer(1, "ns")
+                k0, k1 = rng.choice(words), rng.choice(words)
+                d.acl_raddr0.value = acl_addr(*k0)
+                d.acl_raddr1.value = acl_addr(*k1)
+                await ReadOnly()
+                pend.append((k0, k1, int(d.hold.value), int(d.live.value)))
+                if len(pend) > 2:
+                    a0, a1, held, lv = pend.pop(0)
+                    if not held:
+                        seen.append((lv, a0, int(d.acl_rdata0.value), a1, int(d.acl_rdata1.value)))
+                await RisingEdge(d.clk)
+        live0 = int(d.live.value)
+        task = cocotb.start_soon(reader(seen, done))
+        for _ in range(20):
+            await RisingEdge(d.clk)
+        await commit_and_wait(tb)
+        for _ in range(20):
+            await RisingEdge(d.clk)
+        done[0] = True
+        await task
+        before = [x for x in seen if x[0] == live0]
+        after = [x for x in seen if x[0] != live0]
+        assert len(before) >= 20 and len(after) >= 15, (len(before), len(after))
+        for _lv, a0, v0, a1, v1 in before:
+            assert (v0, v1) == (old[a0], old[a1]), (rnd, "before the swap", a0, hex(v0), a1, hex(v1))
+        for _lv, a0, v0, a1, v1 in after:
+            assert (v0, v1) == (new[a0], new[a1]), (rnd, "after the swap", a0, hex(v0), a1, hex(v1))
+        old = new
+    await Timer(1, "ns")
+    # reset: the shadow RAM keeps its words, but a word not written since reads as 0 at the
+    # next commit (even where GROUP_CTRL says the slot has a redirect-list)
+    await tb.reset()
+    await tb.write(R.GROUP_BASE + 4 * R.GROUP_STRIDE + R.GROUP_CTRL, R.MAX_ACL_ENTRIES << R.GROUP_CTRL_NUM_ACL_SHIFT)
+    await tb.write(R.GROUP_BASE + 7 * R.GROUP_STRIDE + R.ACL_DST, 0x0A0B0C0D)
+    await commit_and_wait(tb)
+    assert (int(d.grp_ctrl.value) >> (32 * 4)) & 0xFFFFFFFF == R.MAX_ACL_ENTRIES << R.GROUP_CTRL_NUM_ACL_SHIFT
+    for k in words:
+        await Timer(1, "ns")
+        d.acl_raddr1.value = acl_addr(*k)
+        d.acl_raddr0.value = acl_addr(*k)
+        for _ in range(3):
+            await RisingEdge(d.clk)
+        await ReadOnly()
+        want = 0x0A0B0C0D if k == (7, R.ACL_DST) else 0
+        assert int(d.acl_rdata1.value) == want and int(d.acl_rdata0.value) == want, (k, old[k])
 
 
 @cocotb_test
@@ -342,13 +432,15 @@ async def test_counter_read_strobes(dut):
     await tb.reset()
     cases = []
     for port in (0, 1):
-        for off in range(R.CNT_TRUNCATED + 1):
+        for off in range(R.CNT_CLOSED_DROP + 1):
             word = port << 4 | (off >> 1 if off < 4 else off - 2)
             if off == R.CNT_TRUNCATED:
                 word = 48 + port                # wccp_stats: cause 10 in a word of its own
+            if off == R.CNT_CLOSED_DROP:
+                word = 50 + port                # and cause 11
             hi = (off & 1) if off < 4 else 0
             cases.append((R.PORTCNT_BASE + port * R.PORTCNT_STRIDE + off, (0, 0, 1, word, hi)))
-        for off in (R.CNT_TRUNCATED + 1, 0x16, 0x1A, 0x1F):     # past the block (0x16, 0x1A: a[4], a[1] set)
+        for off in (R.CNT_CLOSED_DROP + 1, 0x16, 0x1A, 0x1F):   # past the block (0x16, 0x1A: a[4], a[1] set)
             cases.append((R.PORTCNT_BASE + port * R.PORTCNT_STRIDE + off, None))
     for slot in (0, 5, 7):
         for off in range(4):

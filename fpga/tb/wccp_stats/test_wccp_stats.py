@@ -9,12 +9,12 @@ import wccp_tb
 from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
 SWEEP = 192             # bound on how far a counter lags its events (cycles)
-NWORDS = 50             # words in use: ports 0..31, slots 32..47, cause 10 (truncated) 48..49
+NWORDS = 52             # words in use: ports 0..31, slots 32..47, cause 10 (truncated) 48..49, cause 11 (closed_drop) 50..51
 
 
 def cause_word(p, k):
     """Counter word of port p's cause bit k (wccp_stats header)."""
-    return 48 + p if k == 10 else p * 16 + 6 + k
+    return 48 + p if k == 10 else 50 + p if k == 11 else p * 16 + 6 + k
 
 
 
@@ -108,7 +108,7 @@ class TB:
                     dec_next[p] = c + 9
                     n = r.randrange(64, 1523)
                     s = r.randrange(8) if burst or r.random() < 0.7 else None
-                    k = r.choice([k for k in range(11) if k != 8]) if burst or r.random() < 0.9 else None
+                    k = r.choice([k for k in range(12) if k != 8]) if burst or r.random() < 0.9 else None
                     if burst:                       # worst case: three records, three operations
                         ev = [(c, 8, None, 0), (c + 1, None, s, n), (c + 2 + r.randrange(6), k, None, 0)]
                     else:
@@ -125,7 +125,7 @@ class TB:
                 if ev is not None:
                     ks, s, n = ev
                     for k in ks:
-                        cause |= 1 << (11 * p + k)
+                        cause |= 1 << (12 * p + k)
                         self._count(cause_word(p, k), 0)
                     if s is not None:
                         slot |= 1 << p
@@ -144,7 +144,7 @@ class TB:
             d.ev_slot.value, d.ev_slot_idx.value, d.ev_bytes.value = slot, sidx, byt
             d.rd.value = 0
             if reads and not pend and r.random() < 0.1:
-                w = r.choice([r.randrange(32), 32 + r.randrange(16), 48 + r.randrange(2)])
+                w = r.choice([r.randrange(32), 32 + r.randrange(16), 48 + r.randrange(4)])
                 hi = r.randrange(2)
                 d.rd.value, d.rd_word.value, d.rd_hi.value = 1, w, hi
                 pend.append((self.cyc + 2, w, hi, self.cyc))
@@ -191,7 +191,7 @@ async def test_counters(dut):
     await _check_all(tb)
     assert await tb.read(60, 0) == 0
     assert sum(tb.f[32:48]) > 10 and sum(tb.f[6:16] + tb.f[22:32]) > 10 and tb.f[2] + tb.f[18] > 10 and tb.f[1] > 5
-    assert tb.f[48] > 0 and tb.f[49] > 0, tb.f[48:50]
+    assert tb.f[48] > 0 and tb.f[49] > 0 and tb.f[50] + tb.f[51] > 0, tb.f[48:52]
 
 
 @cocotb_test
