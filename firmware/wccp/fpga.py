@@ -25,7 +25,7 @@ What the driver does beyond plain register writes:
   leaves every slot is forgotten;
 * active discovery: ``send_frame`` fills PKTOUT_DATA and writes PKTOUT_CTRL (waiting while
   BUSY); ``arp_replies`` reads the ARPCAP ring;
-* mask sets are compiled by ``wccp.regmap.compile_mask_set`` (<= 7 mask bits per set);
+* mask sets are compiled by ``wccp.regpack.compile_mask_set`` (<= 7 mask bits per set);
 * group policies (``set_policy``): the closed flag and the redirect-list's entry count go into
   GROUP_CTRL, the entries into ACL_SRC/ACL_DST/ACL_CTRL (prefix lengths); an FPGA whose
   register map predates them (minor < ACL_MINOR) refuses a closed service or a redirect-list
@@ -48,6 +48,7 @@ except ImportError:  # CPython
         return x
 
 from wccp import regmap as R
+from wccp.regpack import compile_mask_set, mac_words, pack_bytes
 from wccp.dataplane import (
     ARPCAP_ENTRIES, DEFAULT_WATCHDOG_MS, HASH_PEARSON, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS,
     DataPlane, check_buckets, check_caches, check_send, check_mac, check_mask, check_policy, check_slot,
@@ -165,7 +166,7 @@ class FpgaDataPlane(DataPlane):
     def _write_location(self, slot, index, mac, port):
         hi, lo = 0, 0
         if mac is not None:
-            hi, lo = R.mac_words(mac)
+            hi, lo = mac_words(mac)
             hi |= R.CACHE_MAC_KNOWN
         if port is not None:
             hi |= R.CACHE_PORT_KNOWN | ((port & 0xF) << R.CACHE_PORT_SHIFT)
@@ -185,7 +186,7 @@ class FpgaDataPlane(DataPlane):
         m = check_mac(mac)
         if not isinstance(mtu, int) or mtu < MIN_MTU or mtu > MAX_MTU:
             raise ValueError("mtu must be %d..%d" % (MIN_MTU, MAX_MTU))
-        hi, lo = R.mac_words(m if m is not None else b"\x00" * 6)
+        hi, lo = mac_words(m if m is not None else b"\x00" * 6)
         self._w(R.ROUTER_ID, [router_id, hi, lo, mtu])
         self.router_id, self.mac, self.mtu = router_id, m, mtu
 
@@ -258,7 +259,7 @@ class FpgaDataPlane(DataPlane):
         sl.hash = b
         sl.mask = None
         sl.assign = R.ASSIGN_HASH
-        self._write_part(slot, STALE_ASSIGN, [(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, R.pack_bytes(b))])
+        self._write_part(slot, STALE_ASSIGN, [(R.BUCKET_BASE + R.BUCKET_STRIDE * slot, pack_bytes(b))])
 
     def set_mask(self, slot, sets):
         sl = self.slots[check_slot(slot)]
@@ -266,9 +267,9 @@ class FpgaDataPlane(DataPlane):
         pos = []
         tabs = []
         for masks, values in sets:
-            w0, w1, table = R.compile_mask_set(masks, values)
+            w0, w1, table = compile_mask_set(masks, values)
             pos += [w0, w1]
-            tabs += R.pack_bytes(table)
+            tabs += pack_bytes(table)
         sl.mask = sets
         sl.hash = None
         sl.assign = R.ASSIGN_MASK
@@ -313,7 +314,7 @@ class FpgaDataPlane(DataPlane):
     def set_next_hop(self, port, mac):
         self._check_port(port)
         m = check_mac(mac)
-        hi, lo = R.mac_words(m if m is not None else b"\x00" * 6)
+        hi, lo = mac_words(m if m is not None else b"\x00" * 6)
         self._w(R.NEXTHOP_MAC_HI + R.NEXTHOP_MAC_HI_STRIDE * port, [hi, lo])
         self.next_hop[port] = m
 
@@ -391,7 +392,7 @@ class FpgaDataPlane(DataPlane):
             raise FpgaError("packet out did not complete (PKTOUT_CTRL.BUSY stuck)")
         buf = bytearray((n + 3) & ~3)
         buf[0:n] = frame
-        self._w(R.PKTOUT_DATA, R.pack_bytes(buf))
+        self._w(R.PKTOUT_DATA, pack_bytes(buf))
         self._w(R.PKTOUT_CTRL, [n | (ports << R.PKTOUT_PORTS_SHIFT)])
 
     def arp_replies(self, since):

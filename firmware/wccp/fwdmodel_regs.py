@@ -6,6 +6,7 @@ import struct
 
 from wccp.dataplane import MAX_ACL_ENTRIES, MAX_CACHES, MAX_GROUPS, NUM_BUCKETS
 from wccp.pearson import HASH_PEARSON, HASH_WCCP
+from wccp.regpack import mac_words
 from wccp.fwdmodel import R_PKTOUT_WORDS, ZERO_MAC, ForwardingModel, _Tables, _tdiff
 
 
@@ -139,7 +140,7 @@ class ModelRegisterFile:
                 return 0
             if off == 0:
                 return e[0]
-            hi, lo = R.mac_words(e[1])
+            hi, lo = mac_words(e[1])
             return lo if off == 2 else hi | (e[2] << R.ARPCAP_PORT_SHIFT)
         if self._is_shadow(a):
             return self.shadow.get(a, 0)

@@ -225,6 +225,3 @@ UNKCNT_COUNT = const(8)
 CNT_CACHE_UNKNOWN_FRAMES = const(0x0)  # offset in block
 CNT_CACHE_UNKNOWN_FRAMES_STRIDE = const(1)
 CNT_CACHE_UNKNOWN_FRAMES_COUNT = const(32)
-
-
-from wccp.regpack import compile_mask_set, mac_words, mask_key, pack_bytes, reg_addr  # noqa: E402,F401

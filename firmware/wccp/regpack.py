@@ -8,6 +8,8 @@ except ImportError:  # CPython
     def const(x):
         return x
 
+from wccp.regmap import BITPOS_VALID, MASK_BITS, MASK_NO_MATCH, MASK_TABLE_SIZE
+
 _KEY_BITS = const(96)           # the mask key: src_ip<<64 | dst_ip<<32 | src_port<<16 | dst_port
 _CACHE_INDEX = const(0x7F)      # a mask table entry's cache index bits
 _PAD = const(0xFF)              # pack_bytes fill byte
@@ -71,8 +73,3 @@ def compile_mask_set(masks, values):
     w0 = pb[0] | (pb[1] << 8) | (pb[2] << 16) | (pb[3] << 24)
     w1 = pb[4] | (pb[5] << 8) | (pb[6] << 16)
     return w0, w1, table
-
-
-# Imported last: wccp.regmap re-exports the helpers above for importers that still reach them
-# there, so either module may be imported first (the functions read these names when called).
-from wccp.regmap import BITPOS_VALID, MASK_BITS, MASK_NO_MATCH, MASK_TABLE_SIZE  # noqa: E402

@@ -65,12 +65,6 @@ def gen_vh(rm):
 # The register-content helpers are hand-written in wccp.regpack (which imports its constants
 # from the generated module); this line keeps them reachable as wccp.regmap.<name> for the
 # importers that still use them there.
-PY_REEXPORT = """
-
-from wccp.regpack import compile_mask_set, mac_words, mask_key, pack_bytes, reg_addr  # noqa: E402,F401
-"""
-
-
 def gen_py(rm):
     out = ['"""%s\n\nRegister map of the FPGA datapath (see docs/regmap.md). Word addresses."""' % HEADER]
     out.append("try:\n    from micropython import const\nexcept ImportError:  # CPython\n"
@@ -95,7 +89,7 @@ def gen_py(rm):
             if "count" in reg:
                 out.append("%s_STRIDE = const(%d)" % (reg["name"], num(reg["stride"])))
                 out.append("%s_COUNT = const(%d)" % (reg["name"], num(reg["count"])))
-    return "\n".join(out) + "\n" + PY_REEXPORT
+    return "\n".join(out) + "\n"
 
 
 SPI_DOC = """
