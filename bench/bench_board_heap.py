@@ -21,7 +21,11 @@ from wccptool.vboard import WORD_RATIO, VirtualBoard, heap_for
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 ROUTER, HTTP = "127.63.0.1", 17600
-T = 2.0
+# the HERE_I_AM interval: the router's default (timers.here_i_am_ms). All the caches start at once;
+# first contacts beyond the router's admission budget (limits.unverified_per_second, default 20/s)
+# are answered a period later, so 8 x 32 caches join over a few periods.
+T = 10.0
+JOIN_S = 300
 
 
 def status():
@@ -75,7 +79,9 @@ def measure(name):
 
         async def run():
             async with cs.CacheSim(members) as sim:
-                r = await asyncio.get_running_loop().run_in_executor(None, wait, full, 120)
+                t0 = time.monotonic()
+                r = await asyncio.get_running_loop().run_in_executor(None, wait, full, JOIN_S)
+                row["join_s"] = round(time.monotonic() - t0) if r else None
                 row["sim"] = dict(sim.counters)
                 return r
         st = asyncio.run(run())
@@ -111,9 +117,10 @@ def main(argv):
         except fl.FlashError as e:
             print("%-18s refused by `wccp flash`: %s" % (name, e))
             continue
-        print("%-18s %-8s %6d KiB  %8s  %15s  %14s%s" % (r["board"], r["limits"], r["board_heap_kib"],
+        print("%-18s %-8s %6d KiB  %8s  %15s  %14s  %s%s" % (r["board"], r["limits"], r["board_heap_kib"],
                                                           r["emulated_heap"], r["free_after_boot"],
                                                           r["free_at_limits"],
+                                                          "all joined in %s s" % r["join_s"] if r["all_assigned"] else "",
                                                           "" if r["all_assigned"] else "  (NOT all assigned: %s)"
                                                           % r.get("why")))
         rc |= 0 if r["all_assigned"] else 1
