@@ -133,3 +133,19 @@ def test_sweep_summary_reports_min_median_max():
     assert "sweep: 4 seeds, core clock min 0.00 / median 130.25 / max 151.00 MHz; 2 under 125 MHz" in text, text
     assert sweep_spread({"7": 130.0, "8": 150.0, "9": 140.0})["median"] == 140.0
     assert sweep_spread({"7": 130.0}) is None and sweep_spread(None) is None
+
+
+def test_build_id_covers_the_include_files(tmp_path, monkeypatch):
+    """The default BUILD_ID (what the firmware reads to know the bitstream) changes with any RTL
+    file the netlist is made of, the include files (.vh: the Pearson table, the board tops' shared
+    blocks) as well as the modules."""
+    import synth
+    for name, text in (("a.v", "module a; endmodule\n"), ("wccp_regmap.vh", "`define X 1\n"),
+                       ("wccp_pearson.vh", "// table\n")):
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(synth, "RTL", tmp_path)
+    srcs = [str(tmp_path / "a.v")]
+    first = synth.rtl_build_id(srcs)
+    assert synth.rtl_build_id(srcs) == first
+    (tmp_path / "wccp_pearson.vh").write_text("// another table\n")
+    assert synth.rtl_build_id(srcs) != first

@@ -6,8 +6,8 @@
 module fpga_core #(
     parameter CLK_PER_US = 125,
     parameter [31:0] BUILD_ID = 32'd0,
-    // RFC 3074 Pearson hashing in the decision engines (CAPS_PEARSON). Off in the board build:
-    // with it the LFE5U-25F netlist does not meet 125 MHz (docs/performance.md, Synthesis);
+    // RFC 3074 Pearson hashing in the decision engines (CAPS_PEARSON). Off in the board builds:
+    // with it the LFE5U-25F netlist does not meet 125 MHz (docs/performance.md, Load balance);
     // on in the digital twin (fpga/twin/twin_top.v) and the decision engine's testbench.
     parameter PEARSON = 0,
     parameter BUF_AW = 12

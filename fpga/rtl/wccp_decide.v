@@ -15,6 +15,15 @@
 // or a drop is dropped (C_TRUNC). Tables are read from the live bank; `hold` (commit
 // pending) keeps it from starting a new frame so that a commit always falls between two
 // decisions.
+//
+// Why one file of this size: the engine is one state machine, and its parts (the bundle
+// latch, classification, the hash and mask lookups, the cache checks, learning, the action
+// and the status hand-over) are bound together by cycle contracts: each register's comment
+// says in which cycle after the latch it is valid and which state reads it first. Split over
+// modules those contracts would sit at port boundaries with nothing to check them; kept here
+// they are read and changed together. What depends on the configuration only is a module of
+// its own (wccp_decide_cfg), so is the cache-source prefilter (wccp_srcfilt) and the RFC 3074
+// mixing table (wccp_pearson.vh).
 `timescale 1ns / 1ps
 `default_nettype none
 `include "wccp_regmap.vh"
@@ -460,14 +469,15 @@ module wccp_decide #(
     reg [7:0] pb, ab;
     // Pearson hash engine (see pb below)
     `include "wccp_pearson.vh"
-    localparam [4:0] PH_CYCLES = 5'd25;
+    localparam [4:0] PH_CYCLES = 5'd26;
     reg [7:0] ph_p, ph_a, ph_b;  // primary / alternate hash, the key byte
     reg [3:0] ph_j;              // index of the byte after ph_b (0: destination port low)
     reg [4:0] ph_n;              // cycles in S_PH
     reg       ph_odd;            // S_PH cycle: even mixes the primary hash, odd the alternate
     reg       ph_ep, ph_ea;      // ph_b is part of the primary / alternate key
+    reg [7:0] ph_x;              // the table's address: the hash XOR the key byte
+    reg       ph_xe, ph_xo;      // ph_x is to be mixed; into the alternate (else the primary)
     wire      ph_more = !(ph_j[3] && ph_j[2]);      // ph_j < 12: another key byte
-    wire [7:0] ph_mix = pearson_mix((ph_odd ? ph_a : ph_p) ^ ph_b);
     // the field of key byte j (the hash flag bit: 3 destination port, 2 source port, 1
     // destination IP, 0 source IP) and the byte itself
     function [1:0] ph_field;
@@ -618,13 +628,15 @@ module wccp_decide #(
         // IP, source port, destination port; the hash starts as the key's length and mixes the
         // key from its last byte: over the 12 field bytes from the destination port's low
         // byte back to the source IP's high byte, skipping the bytes of unselected fields. One
-        // mixing table (a LUT ROM) serves the primary hash in even S_PH cycles and the
-        // alternate in odd ones, two cycles per byte. S_PRE2 loads the start values (p_kf and
-        // m_flags are valid there) and the first byte; the byte and its two enables are
-        // registers (ph_j counts the next byte), so the loop is the select, the XOR, the table
-        // and the enable. ph_p is final after 23 cycles, ph_a after 24; pb / ab a cycle later:
-        // S_PH lasts PH_CYCLES so that pb is stable in the cycle before S_DEC and ab in S_DEC,
-        // as they are for the WCCP hash.
+        // mixing table (a LUT ROM) serves both hashes, each step in two registered stages:
+        // the XOR of the hash and the key byte into ph_x (the primary's in even S_PH cycles,
+        // the alternate's in odd ones), then the table from ph_x into the hash. The two hashes
+        // interleave, so each still takes a byte every two cycles and neither stage waits for
+        // the other's result. S_PRE2 loads the start values (p_kf and m_flags are valid
+        // there) and the first byte and empties the second stage; the byte and its two
+        // enables are registers (ph_j counts the next byte). ph_p is final after 24 cycles,
+        // ph_a after 25; pb / ab a cycle later: S_PH lasts PH_CYCLES so that pb is stable in
+        // the cycle before S_DEC and ab in S_DEC, as they are for the WCCP hash.
         if (state[S_PRE2]) begin
             ph_p <= {5'd0, p_kf[0], 2'd0} + {5'd0, p_kf[1], 2'd0} + {6'd0, p_kf[2], 1'd0} + {6'd0, p_kf[3], 1'd0};
             ph_a <= {5'd0, m_flags[8], 2'd0} + {5'd0, m_flags[9], 2'd0} + {6'd0, m_flags[10], 1'd0} +
@@ -635,9 +647,13 @@ module wccp_decide #(
             ph_b <= f_dport[7:0];
             ph_ep <= p_kf[3];
             ph_ea <= m_flags[11];
+            ph_xe <= 1'b0;
         end else begin
-            if (!ph_odd && ph_ep) ph_p <= ph_mix;
-            if (ph_odd && ph_ea) ph_a <= ph_mix;
+            ph_x <= (ph_odd ? ph_a : ph_p) ^ ph_b;
+            ph_xe <= ph_odd ? ph_ea : ph_ep;
+            ph_xo <= ph_odd;
+            if (ph_xe && !ph_xo) ph_p <= pearson_mix(ph_x);
+            if (ph_xe && ph_xo) ph_a <= pearson_mix(ph_x);
             ph_odd <= !ph_odd;
             ph_n <= ph_n + 5'd1;
             if (ph_odd) begin

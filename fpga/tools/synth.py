@@ -87,11 +87,11 @@ def place_and_route(a, netlist, lpf, d, seed, timeout):
 
 
 def rtl_build_id(srcs):
-    """Default BUILD_ID: the first 32 bits of the SHA-256 over the RTL sources (and the register map
-    include), in file-name order."""
+    """Default BUILD_ID: the first 32 bits of the SHA-256 over the RTL sources and the include
+    files they read (fpga/rtl/*.vh), in file-name order."""
     import hashlib
     h = hashlib.sha256()
-    for s in sorted(srcs) + [str(RTL / "wccp_regmap.vh")]:
+    for s in sorted(srcs) + [str(p) for p in sorted(RTL.glob("*.vh"))]:
         h.update(pathlib.Path(s).read_bytes())
     return int(h.hexdigest()[:8], 16)
 

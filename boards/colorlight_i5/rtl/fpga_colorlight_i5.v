@@ -47,20 +47,7 @@ module fpga_colorlight_i5 #(
     input  wire       spi_mosi,
     output wire       spi_miso
 );
-    wire clk, locked;
-    (* FREQUENCY_PIN_CLKI = "25", FREQUENCY_PIN_CLKOP = "125", ICP_CURRENT = "12", LPF_RESISTOR = "8",
-       MFG_ENABLE_FILTEROPAMP = "1", MFG_GMCREF_SEL = "2" *)
-    EHXPLLL #(
-        .PLLRST_ENA("DISABLED"), .INTFB_WAKE("DISABLED"), .STDBY_ENABLE("DISABLED"),
-        .DPHASE_SOURCE("DISABLED"), .OUTDIVIDER_MUXA("DIVA"), .OUTDIVIDER_MUXB("DIVB"),
-        .OUTDIVIDER_MUXC("DIVC"), .OUTDIVIDER_MUXD("DIVD"),
-        .CLKI_DIV(1), .CLKOP_ENABLE("ENABLED"), .CLKOP_DIV(5), .CLKOP_CPHASE(2), .CLKOP_FPHASE(0),
-        .FEEDBK_PATH("CLKOP"), .CLKFB_DIV(5)
-    ) pll (
-        .RST(1'b0), .STDBY(1'b0), .CLKI(clk25), .CLKOP(clk), .CLKFB(clk),
-        .PHASESEL0(1'b0), .PHASESEL1(1'b0), .PHASEDIR(1'b1), .PHASESTEP(1'b1),
-        .PHASELOADREG(1'b1), .PLLWAKESYNC(1'b0), .ENCLKOP(1'b0), .LOCK(locked)
-    );
+    `include "wccp_board_pll.vh"
 
     // ---- reset: PLL lock and the button, synchronised; then the PHY reset pulse
     wire rst_sys;
@@ -107,32 +94,9 @@ module fpga_colorlight_i5 #(
     DELAYG #(.DEL_MODE("USER_DEFINED"), .DEL_VALUE(80)) dc0 (.A(eth0_rx_ctl), .Z(rxctl0_dly));
     DELAYG #(.DEL_MODE("USER_DEFINED"), .DEL_VALUE(80)) dc1 (.A(eth1_rx_ctl), .Z(rxctl1_dly));
 
-    wire [7:0] g0_rxd, g1_rxd, g0_txd, g1_txd;
-    wire       g0_rx_dv, g0_rx_er, g1_rx_dv, g1_rx_er, g0_tx_en, g0_tx_er, g1_tx_en, g1_tx_er;
-    wire       rst_rx0, rst_rx1;
-    wccp_rst_buf rb_rx0 (.clk(clk), .d(rst), .q(rst_rx0));
-    wccp_rst_buf rb_rx1 (.clk(clk), .d(rst), .q(rst_rx1));
-    wccp_rgmii_rx rx0 (.rgmii_rxc(eth0_rxc), .rgmii_rxd(rxd0_dly), .rgmii_rx_ctl(rxctl0_dly),
-                       .clk(clk), .rst(rst_rx0), .gmii_rxd(g0_rxd), .gmii_rx_dv(g0_rx_dv), .gmii_rx_er(g0_rx_er));
-    wccp_rgmii_rx rx1 (.rgmii_rxc(eth1_rxc), .rgmii_rxd(rxd1_dly), .rgmii_rx_ctl(rxctl1_dly),
-                       .clk(clk), .rst(rst_rx1), .gmii_rxd(g1_rxd), .gmii_rx_dv(g1_rx_dv), .gmii_rx_er(g1_rx_er));
-    wccp_rgmii_tx tx0 (.clk(clk), .gmii_txd(g0_txd), .gmii_tx_en(g0_tx_en), .gmii_tx_er(g0_tx_er),
-                       .rgmii_txc(eth0_txc), .rgmii_txd(eth0_txd), .rgmii_tx_ctl(eth0_tx_ctl));
-    wccp_rgmii_tx tx1 (.clk(clk), .gmii_txd(g1_txd), .gmii_tx_en(g1_tx_en), .gmii_tx_er(g1_tx_er),
-                       .rgmii_txc(eth1_txc), .rgmii_txd(eth1_txd), .rgmii_tx_ctl(eth1_tx_ctl));
-
-    wire active;
-    /* verilator lint_off PINCONNECTEMPTY */
-    fpga_core #(.BUILD_ID(BUILD_ID)) core (
-        .clk(clk), .rst(rst),
-        .gmii0_rxd(g0_rxd), .gmii0_rx_dv(g0_rx_dv), .gmii0_rx_er(g0_rx_er),
-        .gmii0_txd(g0_txd), .gmii0_tx_en(g0_tx_en), .gmii0_tx_er(g0_tx_er),
-        .gmii1_rxd(g1_rxd), .gmii1_rx_dv(g1_rx_dv), .gmii1_rx_er(g1_rx_er),
-        .gmii1_txd(g1_txd), .gmii1_tx_en(g1_tx_en), .gmii1_tx_er(g1_tx_er),
-        .spi_sck(spi_sck), .spi_cs_n(spi_cs_n), .spi_mosi(spi_mosi), .spi_miso(spi_miso),
-        .dbg_reg_addr(24'd0), .dbg_reg_wr(1'b0), .dbg_reg_wdata(32'd0), .dbg_reg_rd(1'b0),
-        .dbg_reg_rdata(), .dbg_reg_rvalid(), .redirect_active(active));
-    /* verilator lint_on PINCONNECTEMPTY */
+    wire [3:0] rx0_d = rxd0_dly, rx1_d = rxd1_dly;
+    wire       rx0_ctl = rxctl0_dly, rx1_ctl = rxctl1_dly;
+    `include "wccp_board_core.vh"
 
     // LED (active low): the redirection state, or a 4 Hz blink when a PHY did not answer on MDIO
     reg [24:0] blink;
