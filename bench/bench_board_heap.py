@@ -10,6 +10,7 @@ Addresses 127.63.0.x on loopback, ports 17600+.
 import asyncio
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -21,9 +22,11 @@ from wccptool.vboard import WORD_RATIO, VirtualBoard, heap_for
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 ROUTER, HTTP = "127.63.0.1", 17600
-# the HERE_I_AM interval: the router's default (timers.here_i_am_ms). All the caches start at once;
-# first contacts beyond the router's admission budget (limits.unverified_per_second, default 20/s)
-# are answered a period later, so 8 x 32 caches join over a few periods.
+# the HERE_I_AM interval: the router's default (timers.here_i_am_ms). Each cache sends its first
+# HERE_I_AM at its own random moment within the first interval (caches that were started
+# independently); 256 caches in the same millisecond would overflow any board's UDP receive queue
+# every period, and always the same ones. First contacts beyond the router's admission budget
+# (limits.unverified_per_second, default 20/s) are answered a period later.
 T = 10.0
 JOIN_S = 300
 
@@ -67,10 +70,12 @@ def measure(name):
         st = wait(status, 30)
         row["free_after_boot"] = st["board"]["heap_free"]
         members = []
+        phase = random.Random(1)
         for g, s in enumerate(services):
             svc = cs.standard_service(0) if g == 0 else cs.dynamic_service(s["id"], protocol=6, ports=[8000 + g])
             for c in range(caches):
-                members.append(cs.Member("127.63.%d.%d" % (1 + g, 10 + c), [ROUTER], service=svc, interval=T))
+                members.append(cs.Member("127.63.%d.%d" % (1 + g, 10 + c), [ROUTER], service=svc, interval=T,
+                                         first_delay=phase.uniform(0, T)))
 
         def full():
             s = status()
