@@ -46,6 +46,10 @@ Protocol behaviour (section numbers are those of the WCCP v2 draft, draft-wilson
   nothing, answer nothing), ``no_assign`` (a designated cache that never sends
   REDIRECT_ASSIGN: the router must flush 5 T after a membership change), capability
   mismatch via ``forwarding``/``return_method``/``capabilities``.
+
+About 600 lines: Member is one cache's state machine, and the rules above (views, election,
+assignment, removal, misbehaviour) read and change the same per-router state, so they are kept
+in one class; the asyncio driver, sockets and capture are in wccptool.cachesim.
 """
 from wccp import codec
 from wccptool.cachesim_assign import (
