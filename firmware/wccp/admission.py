@@ -24,6 +24,8 @@ except ImportError:  # CPython
 
 import os
 
+from wccp.dataplane import netmask
+
 _TABLE = const(64)          # per-source entries tracked per period (beyond: global bucket only)
 _SCALE = const(1000)
 
@@ -70,7 +72,7 @@ def parse_prefix(text):
         if not p.isdigit() or len(p) > 3 or int(p) > 255:
             raise ValueError("%r is not an IPv4 prefix" % text)
         v = (v << 8) | int(p)
-    mask = (0xFFFFFFFF << (32 - n)) & 0xFFFFFFFF if n else 0
+    mask = netmask(n)
     if v & ~mask & 0xFFFFFFFF:
         raise ValueError("%r has host bits set (prefix length %d)" % (text, n))
     return v, mask

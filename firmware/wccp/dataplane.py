@@ -200,12 +200,17 @@ def check_policy(closed, redirect_list):
     return bool(closed), out
 
 
+def netmask(n):
+    """The 32-bit netmask of prefix length n (0..32)."""
+    return (0xFFFFFFFF << (32 - n)) & 0xFFFFFFFF
+
+
 def prefix_len(mask):
     """The prefix length (0..32) of a 32-bit netmask; ValueError unless its ones lead."""
     n = 0
     while n < 32 and mask & (0x80000000 >> n):
         n += 1
-    if mask != (0xFFFFFFFF << (32 - n)) & 0xFFFFFFFF:
+    if mask != netmask(n):
         raise ValueError("redirect-list mask 0x%08x is not a prefix" % mask)
     return n
 

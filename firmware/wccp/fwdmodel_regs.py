@@ -4,7 +4,7 @@ MicroPython). Host and test code only: ``wccp flash`` leaves it off the boards
 (wccptool.flash.HOST_ONLY)."""
 import struct
 
-from wccp.dataplane import MAX_ACL_ENTRIES, MAX_CACHES, MAX_GROUPS, NUM_BUCKETS
+from wccp.dataplane import MAX_ACL_ENTRIES, MAX_CACHES, MAX_GROUPS, NUM_BUCKETS, netmask
 from wccp.pearson import HASH_PEARSON, HASH_WCCP
 from wccp.regpack import mac_words
 from wccp.fwdmodel import R_PKTOUT_WORDS, ZERO_MAC, ForwardingModel, _Tables, _tdiff
@@ -240,11 +240,12 @@ class ModelRegisterFile:
         """Redirect-list entry e of the group at base as the model's (permit, sn, sm, dn, dm)."""
         R = self.R
         g = self.shadow.get
-        c = g(base + R.ACL_CTRL + 3 * e, 0)
-        sm = _netmask((c >> R.ACL_SRC_LEN_SHIFT) & R.ACL_LEN_MASK)
-        dm = _netmask((c >> R.ACL_DST_LEN_SHIFT) & R.ACL_LEN_MASK)
-        return (bool(c & R.ACL_PERMIT), g(base + R.ACL_SRC + 3 * e, 0) & sm, sm,
-                g(base + R.ACL_DST + 3 * e, 0) & dm, dm)
+        c = g(base + R.ACL_CTRL + R.ACL_CTRL_STRIDE * e, 0)
+        # lengths above 32 act as 32, as in the hardware
+        sm = netmask(min((c >> R.ACL_SRC_LEN_SHIFT) & R.ACL_LEN_MASK, 32))
+        dm = netmask(min((c >> R.ACL_DST_LEN_SHIFT) & R.ACL_LEN_MASK, 32))
+        return (bool(c & R.ACL_PERMIT), g(base + R.ACL_SRC + R.ACL_SRC_STRIDE * e, 0) & sm, sm,
+                g(base + R.ACL_DST + R.ACL_DST_STRIDE * e, 0) & dm, dm)
 
     def _decode_set(self, s, k):
         """(masks, values) equivalent to the compiled set k of slot s."""
@@ -272,11 +273,6 @@ class ModelRegisterFile:
                     key |= 1 << pos[j]
             values.append(_split_key(key) + (e & 0x7F,))
         return (_split_key(mask), values)
-
-
-def _netmask(n):
-    """The netmask of a prefix length (lengths above 32 act as 32, as in the hardware)."""
-    return (0xFFFFFFFF << (32 - min(n, 32))) & 0xFFFFFFFF
 
 
 def _split_key(k):
