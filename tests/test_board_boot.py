@@ -59,7 +59,7 @@ def _wait(pred, timeout, what, every=0.2):
         except (OSError, KeyError, ValueError, IndexError, TypeError) as e:
             last = e
         time.sleep(every)
-    raise AssertionError("timed out waiting for %s (last error %r)" % (what, last))
+    raise AssertionError("timed out waiting for %s (last error %r)" % (what() if callable(what) else what, last))
 
 
 def _assigned(st, cache):
@@ -258,7 +258,8 @@ def test_recovery_bad_config_rollback_watchdog_safe_mode(tmp_path):
     fpga = FakeFpga(spi)
     fs = tmp_path / "fs"
     fs.mkdir()
-    vb = VirtualBoard(str(fs), board=name, fpga=spi, lease=router)
+    events = []                 # the supervisor's boots and resets, shown when a step times out
+    vb = VirtualBoard(str(fs), board=name, fpga=spi, lease=router, log=events.append)
     try:
         vb.start()
         good = _config(tmp_path / "good.json", router, http_port, watchdog_ms=3000)
@@ -303,7 +304,8 @@ def test_recovery_bad_config_rollback_watchdog_safe_mode(tmp_path):
                    20, "the FPGA link up on the old slot")
         assert st["board"]["watchdog_ms"] == 3000
         fpga.hang.set()
-        _wait(lambda: vb.wdt_resets >= 1, 30, "the watchdog to reset the board")
+        _wait(lambda: vb.wdt_resets >= 1, 30, lambda: "the watchdog to reset the board (armed: %r ms; %s)"
+              % (vb.wdt_timeout, "; ".join(events[-6:])))
         st = _wait(lambda: _status(router, http_port), 30, "/status after the watchdog reset")
         assert st["board"]["reset_cause"] == "WDT_RESET"
         _wait(lambda: _status(router, http_port)["fpga"]["state"] == "up", 20, "FPGA up again")

@@ -240,6 +240,30 @@ def test_emulated_watchdog_resets_the_board(tmp_path):
         vb.stop()
 
 
+def test_markers_split_across_reads_are_still_seen(tmp_path):
+    # under load the supervisor reads the child's terminal in 4 KiB pieces: a watchdog or boot
+    # marker may straddle two reads and must still arm the watchdog, and never reach the host
+    from wccptool import vboard as vbm
+    arm = b"\x1b]vboard-wdt:3000\x07"
+    for cut in range(1, len(arm)):
+        vb = VirtualBoard(str(tmp_path))
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        vb.master, vb._mode, vb._up, vb._swallow, vb._pending_in, vb._tail = w, "friendly", False, False, b"", b""
+        try:
+            out = b"log line\n" + arm + b"more\n" + vbm.MARK_UP
+            vb._child_output(out[:len(b"log line\n") + cut])
+            vb._child_output(out[len(b"log line\n") + cut:-3])
+            vb._child_output(out[-3:])
+            assert vb.wdt_timeout == 3000 and vb.wdt_fed is not None and vb._up, cut
+            os.close(w)
+            host = os.read(r, 4096)
+            assert b"\x1b" not in host and host.replace(b"\r", b"") == b"log line\nmore\n", (cut, host)
+        finally:
+            os.close(r)
+            vb.stop()
+
+
 def test_cli_vboard_emulates_a_board(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "wccptool.cli", "vboard", "--dir", str(tmp_path / "b"),
                           "--board", "w5500_evb_pico", "--input", "GP27=0"],

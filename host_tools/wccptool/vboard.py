@@ -42,6 +42,7 @@ SOFT_RESET_EXIT = 78
 MARK_UP = b"\x1b]vboard-up\x07"
 MARK_REPL = b"\x1b]vboard-repl\x07"
 MARK_RESET = b"\x1b]vboard-reset\x07"
+MARK_PREFIX = b"\x1b]vboard-"        # every marker: PREFIX name BEL, written in one piece by the child
 RAW_BANNER = b"raw REPL; CTRL-B to exit\r\n"
 FRIENDLY_BANNER = b'Type "help()" for more information.'
 SOFT_REBOOT = b"MPY: soft reboot\r\n"
@@ -312,6 +313,7 @@ class VirtualBoard:
         self._child = None
         self._inner = None
         self.master = self.slave = None
+        self._carry = b""
 
     # ---- outer terminal ----
     def start(self, background=True):
@@ -373,6 +375,7 @@ class VirtualBoard:
         self._swallow = False       # raw restart: hide the friendly banner
         self._pending_in = getattr(self, "_pending_in", b"")
         self._tail = b""
+        self._carry = b""           # a partial marker at the end of the last read
         self._raw = False
         self._spawned_at = time.monotonic()
         self.boots += 1
@@ -415,6 +418,14 @@ class VirtualBoard:
     _WDT_RE = re.compile(rb"\x1b\]vboard-(wdt:\d+|feed)\x07")
 
     def _child_output(self, data):
+        # a read may end inside a marker (the pty hands over whatever has accumulated, in 4 KiB
+        # pieces under load): hold a trailing partial marker back until the rest arrives
+        data = self._carry + data
+        self._carry = b""
+        i = data.rfind(b"\x1b")
+        if i >= 0 and b"\x07" not in data[i:] and len(data) - i < 64 \
+                and MARK_PREFIX.startswith(data[i:i + len(MARK_PREFIX)]):
+            data, self._carry = data[:i], data[i:]
         # watchdog markers from vport's machine.WDT: arm / feed
         if b"\x1b]vboard-" in data:
             for m in self._WDT_RE.finditer(data):
