@@ -427,7 +427,7 @@ class VirtualBoard:
                 and MARK_PREFIX.startswith(data[i:i + len(MARK_PREFIX)]):
             data, self._carry = data[:i], data[i:]
         # watchdog markers from vport's machine.WDT: arm / feed
-        if b"\x1b]vboard-" in data:
+        if MARK_PREFIX in data:
             for m in self._WDT_RE.finditer(data):
                 tok = m.group(1)
                 if tok.startswith(b"wdt:"):
