@@ -312,6 +312,24 @@ def test_s6_large_transfers_byte_exact(make_lab):
     print("scenario 6: 6 MB through the redirect in %.1f s" % dt)
 
 
+@pytest.mark.parametrize("fpga", ["twin-model", "rtl"])
+def test_s7_larger_cache_side_mtu_redirects_full_size_packets_whole(make_lab, fpga):
+    """The caches' links at MTU 1528 and the appliance's `mtu` 1528: the client runs 1500, its
+    full-size upload segments (1500-byte packets) are GRE-encapsulated whole (1528 bytes) and
+    reach Squid; none goes to the origin beside the cache (`gre_too_big` stays 0)."""
+    lab = make_lab(caches=1, service="web-cache", cache_mtu=1528, fpga=fpga)
+    assert lab.client_mtu == 1500
+    lab.wait_assigned()
+    _served(lab)
+    up = lab.content["/big.bin"][:(1 if fpga == "rtl" else 2) * 1024 * 1024]
+    status, hdrs, answer = lab.get(path="/upload", method="POST", body=up, timeout=300)
+    assert status == 200 and lab.served_by(hdrs) == 0
+    assert answer.decode().split() == [L.sha256(up), str(len(up))]
+    dp = lab.status()["dataplane"]
+    assert dp["gre_too_big"] == 0 and dp["redirect_gre"] > len(up) // 1460, dp
+    _logged(lab, 0, lambda log: any(e["method"] == "POST" and e["client"] == L.CLIENT for e in log), "the upload")
+
+
 # ---------------------------------------------------------------- the tool itself
 
 def test_gre_payload_strips_gre_and_wccp_header():

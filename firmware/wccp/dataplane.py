@@ -75,7 +75,10 @@ MAX_ACL_ENTRIES = const(8)      # redirect-list entries per group
 MIN_FRAME = const(64)           # incl. FCS
 MAX_FRAME = const(1522)         # incl. FCS, with or without an 802.1Q tag
 MIN_MTU = const(68)
-MAX_MTU = const(1500)
+DEFAULT_MTU = const(1500)
+# the longest frame a port receives (MAX_FRAME) holds a datagram of at most 1504 bytes; 1532
+# carries it after GRE's 28 bytes: a larger MTU changes nothing
+MAX_MTU = const(1532)
 PKTOUT_MAX_LEN = const(64)     # packet-out buffer (send_frame): frame bytes without FCS
 ARPCAP_ENTRIES = const(8)      # ARP replies the capture ring holds (arp_replies)
 DEFAULT_WATCHDOG_MS = const(3000)

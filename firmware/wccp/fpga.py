@@ -50,7 +50,7 @@ except ImportError:  # CPython
 from wccp import regmap as R
 from wccp.regpack import compile_mask_set, mac_words, pack_bytes
 from wccp.dataplane import (
-    ARPCAP_ENTRIES, DEFAULT_WATCHDOG_MS, HASH_PEARSON, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS,
+    ARPCAP_ENTRIES, DEFAULT_MTU, DEFAULT_WATCHDOG_MS, HASH_PEARSON, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS,
     DataPlane, check_buckets, check_caches, check_send, check_mac, check_mask, check_policy, check_slot,
     effective_service, prefix_len,
 )
@@ -146,7 +146,7 @@ class FpgaDataPlane(DataPlane):
         self.num_ports = n if n >= 2 else R.NUM_PORTS
         self.router_id = 0
         self.mac = None
-        self.mtu = MAX_MTU
+        self.mtu = DEFAULT_MTU
         self.next_hop = [None] * self.num_ports
         self.slots = [_SlotMirror() for _ in range(MAX_GROUPS)]
         self._timeout_ms = DEFAULT_WATCHDOG_MS

@@ -32,7 +32,7 @@ import time
 
 from wccp.dataplane import (
     BUCKET_ALT, BUCKET_UNASSIGNED, DEFAULT_WATCHDOG_MS, FWD_L2, MAX_CACHES, MAX_FRAME,
-    MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2, ARPCAP_ENTRIES,
+    DEFAULT_MTU, MAX_GROUPS, MAX_MTU, MIN_FRAME, MIN_MTU, NUM_BUCKETS, NUM_PORTS, RET_L2, ARPCAP_ENTRIES,
     SERVICE_DYNAMIC, SF_PORTS_DEFINED, SF_PORTS_SOURCE,
     DataPlane, check_buckets, check_caches, check_send,
     check_mac, check_mask, check_policy, check_slot, effective_service,
@@ -49,7 +49,7 @@ R_PKTOUT_WORDS = const(16)      # PKTOUT_DATA words (regmap PKTOUT_DATA_COUNT)
 GRE_PROTO_WCCP = const(0x883E)
 GRE_OVERHEAD = const(28)        # outer IPv4 20 + GRE 4 + redirect header 4
 MIN_PAYLOAD = const(60)         # Ethernet frame without FCS is padded to this
-GRE_MAX_COPY = const(1472)      # input bytes a GRE output carries at most (MAX_MTU - 28)
+GRE_MIN_CLIP = const(1472)      # a GRE output carries at most max(MTU - 28, this) input bytes (D14)
 
 # Redirect header flag bits (wccp2-reference.md 9: Wireshark numbering).
 RH_DYNAMIC = const(0x01)
@@ -114,7 +114,7 @@ class _Tables:
     def __init__(self, num_ports):
         self.router_id = 0
         self.mac = ZERO_MAC
-        self.mtu = MAX_MTU
+        self.mtu = DEFAULT_MTU
         self.next_hop = [None] * num_ports
         self.slots = [_Slot() for _ in range(MAX_GROUPS)]
 
@@ -665,8 +665,9 @@ class ForwardingModel(DataPlane):
         c = sl.caches[d.cache]
         l3 = d.l3
         tl = d.ip_len
-        # the datagram and whatever follows it up to the FCS, at most GRE_MAX_COPY bytes (D14)
-        cl = min(len(frame) - 4 - l3, GRE_MAX_COPY)
+        # the datagram and whatever follows it up to the FCS, at most MTU - 28 bytes and never
+        # clipped below GRE_MIN_CLIP (D14)
+        cl = min(len(frame) - 4 - l3, max(t.mtu - GRE_OVERHEAD, GRE_MIN_CLIP))
         total = l3 + GRE_OVERHEAD + cl     # l3 covers MACs, tag and ethertype
         buf = bytearray(max(total, MIN_PAYLOAD))
         buf[0:6] = self._loc[d.slot][d.cache][0]

@@ -61,6 +61,7 @@ programming the data plane), router_view (I_SEE_YOU and REMOVAL_QUERY), router_s
 from wccp import codec
 from wccp import policy as _policy
 from wccp.admission import Admission, Prefixes
+from wccp.dataplane import MAX_MTU
 from wccp.discovery import Discovery
 from wccp.router_assign import Assignment
 from wccp.router_base import (  # noqa: F401 - re-exported: the router's API and record layout
@@ -161,7 +162,7 @@ class Router(Membership, Assignment, View, Status):
             self.senders = Prefixes(())
             self.senders.nets = nets
         try:
-            self.dp.configure(self.router_id, _mac_bytes(config["mac"]), min(config["mtu"], 1500))
+            self.dp.configure(self.router_id, _mac_bytes(config["mac"]), min(config["mtu"], MAX_MTU))
         except Exception as e:  # noqa: BLE001
             self._dp_error(None, e)
         self.discovery = Discovery(self.dp, _mac_bytes(config["mac"]), getattr(self.dp, "num_ports", 2))

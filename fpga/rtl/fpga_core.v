@@ -175,6 +175,13 @@ module fpga_core #(
     assign rxd[0] = gmii0_rxd; assign rxdv[0] = gmii0_rx_dv; assign rxer[0] = gmii0_rx_er;
     assign rxd[1] = gmii1_rxd; assign rxdv[1] = gmii1_rx_dv; assign rxer[1] = gmii1_rx_er;
 
+    // a GRE frame carries at most MTU - 28 input bytes, never fewer than 1472 (the decision
+    // sends a datagram by GRE only when its length + 28 <= MTU; the clip bounds what follows
+    // it) and at most 1504 (the longest datagram a port receives: 1518-byte frames)
+    reg  [10:0] gre_max;
+    always @(posedge clk)
+        gre_max <= (mtu >= 16'd1532) ? 11'd1504 : (mtu > 16'd1500) ? mtu[10:0] - 11'd28 : 11'd1472;
+
     wire [1:0] b_req [0:1];
     wire [1:0] a_go [0:1];       // engine g's cut-through action starts now, on egress 0 / 1
     wire [7:0] b_data [0:1];
@@ -308,7 +315,7 @@ module fpga_core #(
             .act_port(act_port), .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen),
             .act_kind(act_kind), .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan),
             .act_tci(act_tci), .act_tl(act_tl), .act_csum(act_csum), .act_rid(act_rid), .act_cip(act_cip),
-            .act_rh(act_rh), .act_src_off(act_src_off), .act_cut(act_cut),
+            .act_rh(act_rh), .act_src_off(act_src_off), .act_cut(act_cut), .gre_max(gre_max),
             .fin_valid(fin_valid), .fin_ready(fin_ready), .fin_good(fin_good), .fin_flen(fin_flen),
             .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
             .req(b_req[g]), .m_data(b_data[g]), .m_valid(b_valid[g]), .m_last(b_last[g]),

@@ -4,7 +4,8 @@
 // (rel_ptr <= start + flen). flen is act_flen (act_cut = 0: store-and-forward, the frame's status
 // was known at the decision) or fin_flen (act_cut = 1: cut-through, the frame is still arriving
 // and its length/status follow on the fin channel). For act_kind 2 (GRE) the buffer part is
-// clipped to at most 1472 bytes (an output frame of at most l3 + 1500 bytes). Kinds: 0 copy,
+// clipped to at most gre_max bytes (the MTU - 28 of fpga_core, 1472 or more: an output frame
+// of at most l3 + MTU bytes). Kinds: 0 copy,
 // 1 L2 rewrite (hlen 12, src_off 12), 2 GRE encapsulation, 3 decapsulation. Every kind copies
 // up to the frame end (the IP datagram and whatever follows it: padding, a trailer).
 //
@@ -29,7 +30,7 @@
 //    issued (2 cycles after the fin is taken at the earliest: at least one byte is sent),
 //    marked m_abort and m_last; the egress MAC stomps the frame (inverted FCS with TX_ER).
 //  - act_drop with act_cut: skipped; its space is released once its fin is there.
-//  - GRE (kind 2) with act_cut: the clipped copy's last byte (buffer byte 1472) is not issued
+//  - GRE (kind 2) with act_cut: the clipped copy's last byte (buffer byte gre_max) is not issued
 //    before the fin is there (the frame might still turn out bad); any other byte is issued as
 //    soon as the egress takes it.
 // The caller guarantees that the builder never reads a buffer byte before it is written: the
@@ -62,6 +63,7 @@ module wccp_builder #(
     input  wire [31:0]       act_rh,
     input  wire [10:0]       act_src_off,
     input  wire              act_cut,      // cut-through: length/status come on the fin channel
+    input  wire [10:0]       gre_max,      // GRE: at most this many buffer bytes, >= 1472 (static)
     // frame status for act_cut actions (handshake: taken where fin_valid && fin_ready)
     input  wire              fin_valid,
     output reg               fin_ready,
@@ -81,7 +83,6 @@ module wccp_builder #(
     output wire              idle          // no action accepted and not yet handed over
 );
     localparam DEPTH = 8;
-    localparam [10:0] GRE_MAX = 11'd1472;   // GRE: at most this many buffer bytes
     reg [9:0] fifo [0:DEPTH-1];     // {abort, last, data}
     reg [2:0] wp, rp;
     // FIFO fill (0..7) as a thermometer code: c_th[i] = more than i bytes (timing)
@@ -103,7 +104,7 @@ module wccp_builder #(
     reg [47:0]       h_dmac, h_smac;
     reg [15:0]       h_tci, h_tl, h_csum;
     reg [31:0]       h_rid, h_cip, h_rh;
-    // derived in ld (valid from l2): copy empty / one byte, copy length (clipped; 1472 for a
+    // derived in ld (valid from l2): copy empty / one byte, copy length (clipped; gre_max for a
     // cut GRE action, whose end otherwise comes from the fin)
     reg              c0, c1;
     reg [10:0]       cps;
@@ -180,7 +181,7 @@ module wccp_builder #(
     wire [DEPTH-2:0] o_th_n = (can_issue && !pop) ? {o_th[DEPTH-3:0], 1'b1} :
                               (pop && !can_issue) ? {1'b0, o_th[DEPTH-2:1]} : o_th;
     // next byte is the clip's last (not in l2: a fast frame's second issue is decided there,
-    // before its tcnt is loaded; a cut GRE frame's clip is 1472 bytes or more; in ld nofin is
+    // before its tcnt is loaded; a cut GRE frame's clip is gre_max >= 1472 bytes; in ld nofin is
     // still low)
     wire             park_n = nofin && !l2 && (can_issue ? t_2 : t_last);
     wire             adv = can_issue && !in_hdr;                    // rd moves on
@@ -232,8 +233,8 @@ module wccp_builder #(
         // issued its first byte when tcnt is loaded in l2)
         c0 <= a_cp[11] || (a_cp[10:0] == 11'd0);
         c1 <= (a_cp == 12'd1);
-        cps <= (a_gre && a_cut) ? (fast ? GRE_MAX - 11'd1 : GRE_MAX) :
-               (a_gre && !a_cp[11] && a_cp[10:0] > GRE_MAX) ? GRE_MAX :
+        cps <= (a_gre && a_cut) ? (fast ? gre_max - 11'd1 : gre_max) :
+               (a_gre && !a_cp[11] && a_cp[10:0] > gre_max) ? gre_max :
                a_cp[11] ? 11'd0 : a_cp[10:0];
         // fin: end addresses of the current cut frame (valid with fk)
         e_m1 <= a_stm1 + {{(BUF_AW-11){1'b0}}, f_flen};
@@ -297,7 +298,7 @@ module wccp_builder #(
             // a cut frame of kind 0, 1, 3 ends with the fin only
             tcnt <= (a_cut && !a_gre) ? 12'hFFF : {6'd0, a_hlen} + {1'b0, cps};
             t_last <= !a_cut && ((a_h0 && c1) || (a_h1 && c0));
-            t_2 <= 1'b0;            // (a cut GRE frame's tcnt starts at 1472 or more)
+            t_2 <= 1'b0;            // (a cut GRE frame's tcnt starts at gre_max >= 1472)
             skip_r <= skip_n;
         end
     end

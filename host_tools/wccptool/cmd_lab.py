@@ -5,6 +5,7 @@ simulated appliance (firmware + FPGA twin), each in a network namespace (root).
     sudo wccp lab --fpga twin-model        the fast model instead of the RTL
     sudo wccp lab --caches 2 --service src-hash
     sudo wccp lab --service mask-l2        dynamic service, mask assignment, L2 forwarding
+    sudo wccp lab --cache-mtu 1528         caches' links at 1528: clients at 1500, GRE'd whole
     sudo wccp lab --down                   remove a lab left running (its processes, namespaces)
 
 Prints what to run once everything is up (e.g. `ip netns exec wlab-cl curl -v
@@ -39,7 +40,8 @@ def run(args):
         return 0
     try:
         lab = L.Lab(prefix=args.prefix, fpga=args.fpga, caches=args.caches, service=args.service,
-                    clients=args.clients, time_scale=args.time_scale, state_dir=state, gre=args.gre)
+                    clients=args.clients, time_scale=args.time_scale, state_dir=state, gre=args.gre,
+                    cache_mtu=args.cache_mtu)
     except L.LabError as e:
         print("wccp lab: %s" % e, file=sys.stderr)
         return 2
@@ -79,7 +81,7 @@ def run(args):
 
 
 def register(subparsers):
-    from wccptool.lab import SERVICES
+    from wccptool.lab import CACHE_MTU, SERVICES
     p = subparsers.add_parser("lab", help="inline lab: client, origin, Squid caches and the appliance in namespaces",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fpga", choices=("rtl", "twin-model"), default="rtl",
@@ -92,6 +94,9 @@ def register(subparsers):
                    help="10: Squid under libfaketime and a 1 s HERE_I_AM interval (what the tests use)")
     p.add_argument("--gre", choices=("auto", "ip_gre", "decap"), default="auto",
                    help="GRE on the caches: the kernel's ip_gre, the lab's decapsulator, or auto (default)")
+    p.add_argument("--cache-mtu", type=int, default=CACHE_MTU,
+                   help="the caches' links and the appliance's mtu (1500-1532, default 1500): at 1528 and "
+                        "more the client runs MTU 1500 and full-size packets are GRE-redirected whole")
     p.add_argument("--prefix", default="wlab", help="namespace/interface prefix (default wlab)")
     p.add_argument("--state-dir", default=None, help="logs and sockets (default build/lab/<prefix>)")
     p.add_argument("--down", action="store_true", help="remove a running lab with this prefix and exit")

@@ -24,8 +24,9 @@ state file (`wccp lab --down`) and the entry points `python -m wccptool.lab deca
 that the lab runs inside its namespaces. Their public names are importable from here too.
 
 MTU rule: a GRE-redirected packet grows by 28 bytes (outer IPv4 20, GRE 4, WCCP redirect
-header 4) and the appliance sends at most 1500-byte IP packets, so the client side runs an
-MTU of 1500 - 28 = 1472 (its TCP MSS then fits the tunnel); the cache side keeps 1500.
+header 4). With the cache side at the default 1500 the client side runs an MTU of
+1500 - 28 = 1472 (its TCP MSS then fits the tunnel); `cache_mtu=1528` (`wccp lab --cache-mtu
+1528`) raises the caches' links and the appliance's `mtu` to 1528, and the client runs 1500.
 """
 import json
 import os
@@ -41,15 +42,16 @@ from wccptool.labcache import (GRE_PROTO_IPV4, GRE_PROTO_WCCP, INTERCEPT_PORT, L
                                decap_main, ensure_squid, gre_payload, kernel_has_gre, libfaketime,
                                parse_access_log, squid_conf)
 from wccptool.labnet import (CACHE_MTU, CLIENT, CLIENT_MTU, FIRST_CACHE, FIRST_EXTRA_CLIENT,  # noqa: F401
-                             GRE_OVERHEAD, HTTP_PORT, ORIGIN, ROOT, ROUTER, SUBNET, LabError, Proc,
+                             GRE_OVERHEAD, HTTP_PORT, MAX_CACHE_MTU, ORIGIN, client_mtu, ROOT, ROUTER, SUBNET, LabError, Proc,
                              http_get, in_netns, kill_ns_pids, need_root, nsx, run, tcp_open, wait_until)
 from wccptool.laborigin import BIG_SIZE, origin_content, origin_main, sha256  # noqa: F401
 from wccptool.procgroup import pid_alive
 
 
-def firmware_config(setup, caches, here_i_am_ms):
+def firmware_config(setup, caches, here_i_am_ms, mtu=CACHE_MTU):
     """The firmware's config for set-up `setup` (a SERVICES key): router ID ROUTER, /status on
-    HTTP_PORT, one service; caches are the L2-adjacent cache addresses of L2 forwarding."""
+    HTTP_PORT, one service; caches are the L2-adjacent cache addresses of L2 forwarding; mtu:
+    the cache side's."""
     s = SERVICES[setup]
     svc = {"forwarding": [s["forwarding"]], "assignment": [s["assignment"]], "return": [s["forwarding"]]}
     if s["dynamic"] is None:
@@ -59,14 +61,14 @@ def firmware_config(setup, caches, here_i_am_ms):
     if s["forwarding"] == "l2":
         svc["l2_adjacent"] = list(caches)       # addresses only: the appliance finds their MACs
     return {"router_id": ROUTER, "addresses": [ROUTER], "http": {"address": ROUTER, "port": HTTP_PORT},
-            "timers": {"here_i_am_ms": here_i_am_ms}, "services": [svc]}
+            "mtu": mtu, "timers": {"here_i_am_ms": here_i_am_ms}, "services": [svc]}
 
 
 # ---------------------------------------------------------------- the lab
 
 class Lab:
     def __init__(self, prefix="wlab", fpga="rtl", caches=1, service="web-cache", clients=32, time_scale=1,
-                 state_dir=None, gre="auto", log=print):
+                 state_dir=None, gre="auto", cache_mtu=CACHE_MTU, log=print):
         if not prefix or len(prefix) > 11 or not prefix.replace("-", "").isalnum():
             raise LabError("prefix must be 1-11 letters, digits or '-' (interface names are <prefix>-t0)")
         if fpga not in ("rtl", "twin-model"):
@@ -77,6 +79,8 @@ class Lab:
             raise LabError("1 to 8 caches")
         if not 0 <= clients <= 100:
             raise LabError("0 to 100 extra client addresses")
+        if not CACHE_MTU <= cache_mtu <= MAX_CACHE_MTU:
+            raise LabError("cache-side MTU %d..%d" % (CACHE_MTU, MAX_CACHE_MTU))
         if time_scale not in (1, 10):
             raise LabError("time scale 1 (real time) or 10 (Squid under libfaketime, 1 s HERE_I_AM)")
         self.prefix = prefix
@@ -86,6 +90,8 @@ class Lab:
         self.nclients = clients
         self.time_scale = time_scale
         self.gre_choice = gre
+        self.cache_mtu = cache_mtu
+        self.client_mtu = client_mtu(cache_mtu)
         self.gre = None                # "ip_gre" / "decap" once up (GRE set-ups)
         self.log = log
         self.state = pathlib.Path(state_dir or (ROOT / "build" / "lab" / prefix)).absolute()
@@ -187,20 +193,22 @@ class Lab:
         cl, sw = self.ns["client"], self.ns["switch"]
         # client: TAP of port 0
         run(["ip", "link", "set", "dev", self.taps[0], "netns", cl])
-        run(["ip", "-n", cl, "link", "set", "dev", self.taps[0], "mtu", str(CLIENT_MTU), "up"])
+        run(["ip", "-n", cl, "link", "set", "dev", self.taps[0], "mtu", str(self.client_mtu), "up"])
         for a in self.clients:
             run(["ip", "-n", cl, "addr", "add", a + "/24", "dev", self.taps[0]])
         # upstream: a bridge holding port 1's TAP and a veth per host
         run(["ip", "-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0"])
         run(["ip", "link", "set", "dev", self.taps[1], "netns", sw])
-        run(["ip", "-n", sw, "link", "set", self.taps[1], "master", "br0", "up"])
+        run(["ip", "-n", sw, "link", "set", self.taps[1], "mtu", str(self.cache_mtu), "master", "br0", "up"])
         hosts = [("org", self.ns["origin"], ORIGIN), ("fw", self.ns["firmware"], ROUTER)]
         hosts += [("c%d" % (i + 1), self.cache_ns(i), a) for i, a in enumerate(self.caches)]
         for tag, ns, addr in hosts:
+            # the caches' links carry the cache side's MTU; the origin and the firmware keep 1500
+            mtu = str(self.cache_mtu if tag.startswith("c") else CACHE_MTU)
             run(["ip", "-n", sw, "link", "add", "v-" + tag, "type", "veth", "peer", "name", "eth0", "netns", ns])
-            run(["ip", "-n", sw, "link", "set", "v-" + tag, "master", "br0", "up"])
+            run(["ip", "-n", sw, "link", "set", "v-" + tag, "mtu", mtu, "master", "br0", "up"])
             run(["ip", "-n", ns, "addr", "add", addr + "/24", "dev", "eth0"])
-            run(["ip", "-n", ns, "link", "set", "eth0", "mtu", str(CACHE_MTU), "up"])
+            run(["ip", "-n", ns, "link", "set", "eth0", "mtu", mtu, "up"])
         run(["ip", "-n", sw, "link", "set", "br0", "up"])
 
     def _spawn(self, name, ns, argv, env=None, cwd=None, log=None):
@@ -229,7 +237,8 @@ class Lab:
         fwdir = self.state / "firmware"
         fwdir.mkdir(exist_ok=True)
         cfg = fwdir / "config.json"
-        cfg.write_text(json.dumps(firmware_config(self.service, self.caches, self.here_i_am_ms), indent=1))
+        cfg.write_text(json.dumps(firmware_config(self.service, self.caches, self.here_i_am_ms, self.cache_mtu),
+                                  indent=1))
         cmd = launch.firmware_command(str(cfg), None, None, HTTP_PORT, str(fwdir), "fpga",
                                       extra_args=["--fpga-socket", str(self.state / "spi.sock")])
         self._spawn("firmware", self.ns["firmware"], cmd, cwd=str(ROOT), log=fwdir / "firmware.log")
@@ -380,7 +389,7 @@ class Lab:
             "  appliance   firmware in %s at %s (WCCP UDP 2048, /status :%d), FPGA twin: %s"
             % (fw, ROUTER, HTTP_PORT, mode),
             "  client      %s: %s (+%d more client addresses), FPGA port 0, MTU %d"
-            % (self.ns["client"], CLIENT, len(self.clients) - 1, CLIENT_MTU),
+            % (self.ns["client"], CLIENT, len(self.clients) - 1, self.client_mtu),
             "  origin      %s: http://%s/ (and :8080, not redirected), behind FPGA port 1" % (self.ns["origin"], ORIGIN),
         ]
         for i, a in enumerate(self.caches):

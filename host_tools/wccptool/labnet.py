@@ -22,8 +22,15 @@ FIRST_CACHE = 21
 FIRST_EXTRA_CLIENT = 100
 HTTP_PORT = 8080                 # firmware /status
 GRE_OVERHEAD = 28                # outer IPv4 + GRE + WCCP redirect header
-CACHE_MTU = 1500
+CACHE_MTU = 1500                 # the cache side's default MTU (Lab(cache_mtu=...): 1500-1532)
 CLIENT_MTU = CACHE_MTU - GRE_OVERHEAD
+MAX_CACHE_MTU = 1532             # the appliance's largest MTU (wccp.dataplane.MAX_MTU)
+
+
+def client_mtu(cache_mtu):
+    """The client side's MTU for a cache-side MTU: a GRE-redirected packet grows by 28 bytes, a
+    client packet is at most 1500 bytes."""
+    return min(1500, cache_mtu - GRE_OVERHEAD)
 
 
 class LabError(RuntimeError):

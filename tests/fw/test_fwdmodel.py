@@ -741,6 +741,23 @@ def test_gre_mtu_overflow_forwards_normally():
     assert m.decide(0, eth(http(payload=b"a" * 1460))).action == "redirect_l2"
 
 
+def test_gre_with_a_larger_cache_side_mtu_carries_full_size_packets():
+    # MTU 1528 on the cache side: a full-size 1500-byte client packet is redirected whole
+    m = model(mtu=1528)
+    full = http(payload=b"f" * 1460)
+    assert len(full) == 1500
+    out = one(m.process(0, eth(full)))[1]
+    assert out == expected_gre(full, prim=fold(SERVER_IP)) and len(out) - 4 - 14 == 1528
+    assert m.decide(0, eth(http(payload=b"f" * 1461))).reason == "gre_too_big"
+    # what follows the datagram is clipped at MTU - 28 bytes, never below 1472
+    small = http(payload=b"s" * 100)
+    f = add_fcs((eth(small)[:-4] + bytes(range(256)) * 6)[:1518])
+    out = one(m.process(0, f))[1]
+    assert len(out) - 4 == 14 + 28 + 1500 and out[14 + 28:-4] == f[14:14 + 1500]
+    out = one(model().process(0, f))[1]
+    assert len(out) - 4 == 14 + 28 + 1472 and out[14 + 28:-4] == f[14:14 + 1472]
+
+
 # --- GRE return -------------------------------------------------------------------------
 
 def gre_return(inner, header=b"\x01\x5a\x00\x07", dst=ROUTER_ID, proto=0x883E, word0=0):
@@ -1156,7 +1173,8 @@ def test_limits_raise_value_error():
     raises(ValueError, m.set_mask, 0, [{"masks": (0, 0xFF, 0, 0), "values": []}])
     raises(ValueError, m.set_group, 0, svc(ports=(1, 2, 3, 4, 5, 6, 7, 8, 9)))
     raises(ValueError, m.set_group, 0, svc(ports=(70000,)))
-    raises(ValueError, m.configure, ROUTER_ID, APP_MAC, 1501)
+    m.configure(ROUTER_ID, APP_MAC, 1532)          # the cache side may carry GRE of full-size packets
+    raises(ValueError, m.configure, ROUTER_ID, APP_MAC, 1533)
     raises(ValueError, m.configure, ROUTER_ID, b"\x00" * 5)
     raises(ValueError, m.configure, -1, APP_MAC)
     raises(ValueError, m.set_next_hop, 2, NH_MAC)

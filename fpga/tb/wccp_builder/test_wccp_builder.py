@@ -1,7 +1,8 @@
 """wccp_builder: for every kind of action (copy, L2 rewrite, GRE encapsulation with and without
 VLAN tag, GRE-return decapsulation, drop) the bytes streamed out are act_hlen header bytes (as
 wccp.fwdmodel.ForwardingModel builds them) ++ the input frame from act_src_off to its end
-(padding and trailers included; GRE clipped to 1472 bytes), before padding/FCS, which the MAC
+(padding and trailers included; GRE clipped to gre_max bytes: 1472 at MTU 1500, MTU - 28 above),
+before padding/FCS, which the MAC
 adds. Store-and-forward actions (act_cut = 0) and cut-through actions (act_cut = 1, length and
 status on the fin channel, at random times down to the documented margin) with good and bad
 fins: a bad fin known at the action's load skips the frame, a later one ends it with exactly
@@ -22,7 +23,12 @@ SIZE = 1 << BUF_AW
 ROUTER_ID = 0x0A000001
 APPL_MAC = bytes.fromhex("020000000001")
 NH0 = bytes.fromhex("02ee000000a0")
-GRE_MAX = 1472          # GRE: at most this many bytes copied from the input
+GRE_MAX = 1472          # GRE: at most this many bytes copied from the input at MTU 1500
+
+
+def gre_clip(mtu):
+    """fpga_core's gre_max for an MTU: MTU - 28, never below 1472 nor above 1504."""
+    return min(max(mtu - 28, GRE_MAX), 1504)
 FIN_MARGIN = 4          # the builder's documented fin margin (bytes before the frame end)
 FIN_LAT = 2             # a bad fin taken in cycle t marks the byte issued in t + 2 (or later)
 
@@ -41,8 +47,9 @@ def _test(f):
 class Scenario:
     """A configured ForwardingModel and a frame generator covering every action."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, mtu=1500):
         from wccp_frames import FrameGen, with_fcs
+        self.clip = gre_clip(mtu)
         self.with_fcs = with_fcs
         r = self.rng = random.Random(seed)
         self.caches = [0x0A010001 + i for i in range(5)]
@@ -50,7 +57,7 @@ class Scenario:
         self.ports = [i & 1 for i in range(5)]
         self.gen = FrameGen(r, ROUTER_ID, self.caches, self.macs, self.ports, APPL_MAC)
         m = self.model = ForwardingModel()
-        m.configure(ROUTER_ID, APPL_MAC, 1500)
+        m.configure(ROUTER_ID, APPL_MAC, mtu)
         m.set_next_hop(0, NH0)
         m.set_next_hop(1, None)
         c = self.caches
@@ -103,7 +110,7 @@ class Scenario:
 
     def clip_frame(self):
         """A GRE-redirected frame of 1514 bytes (1518 tagged) carrying a small datagram: the
-        copy (datagram + trailer) is clipped to 1472 bytes."""
+        copy (datagram + trailer) is clipped to gre_max bytes."""
         r, g = self.rng, self.gen
         for _ in range(200):
             vlan = r.randrange(1, 4095) if r.random() < 0.4 else None
@@ -134,7 +141,7 @@ class Scenario:
         flen = len(frame) - 4
         a = {"drop": 0, "port": 0, "flen": flen, "hlen": 0, "kind": 0, "dmac": 0, "smac": 0,
              "vlan": 0, "tci": 0, "tl": 0, "csum": 0, "rid": 0, "cip": 0, "rh": 0, "src_off": 0,
-             "what": d.action}
+             "what": d.action, "clip": self.clip}
         if d.action == "drop":
             assert outs == []
             a["drop"] = 1
@@ -182,11 +189,11 @@ class Scenario:
 
 
 def expected(a, hdr, frame, flen=None):
-    """The builder's output: header ++ frame[src_off : flen] (GRE: at most 1472 bytes)."""
+    """The builder's output: header ++ frame[src_off : flen] (GRE: at most a["clip"] bytes)."""
     flen = len(frame) - 4 if flen is None else flen
     body = frame[a["src_off"]:flen]
     if a["kind"] == 2:
-        body = body[:GRE_MAX]
+        body = body[:a["clip"]]
     return bytes(hdr) + bytes(body)
 
 
@@ -236,8 +243,9 @@ def is_bad(it):
 
 
 class TB:
-    def __init__(self, dut, seed, ready_p):
+    def __init__(self, dut, seed, ready_p, clip=GRE_MAX):
         self.dut = dut
+        dut.gre_max.value = clip
         self.rng = random.Random(seed)
         self.ready_p = ready_p
         self.mem = bytearray(SIZE)
@@ -361,12 +369,12 @@ class TB:
                     elif inflight and m[0] == "acc":
                         fin_on = cyc >= acc[i] + m[1]
                     elif inflight and m[0] == "dist":
-                        fin_on = dist <= m[1] or cyc >= acc[i] + a["hlen"] + GRE_MAX + 40
+                        fin_on = dist <= m[1] or cyc >= acc[i] + a["hlen"] + a["clip"] + 40
                     if inflight and a["drop"]:
                         fin_on = fin_on or cyc >= acc[i] + 3
                     # always in time: at the margin (a clipped GRE frame parks before its end)
                     if inflight and not a["drop"] and m[0] not in ("cyc", "dist") and (
-                            dist <= FIN_MARGIN or cyc >= acc[i] + a["hlen"] + GRE_MAX + 40):
+                            dist <= FIN_MARGIN or cyc >= acc[i] + a["hlen"] + a["clip"] + 40):
                         fin_on = True
                 if fin_on and frdy:
                     take[i] = (cyc, ra)
@@ -464,11 +472,11 @@ def check(items, res):
     return err
 
 
-async def _run(dut, seed, n, ready_p, start0, cut_p=0.0, clip=2, bad_p=0.3, modes=None):
-    sc = Scenario(seed)
+async def _run(dut, seed, n, ready_p, start0, cut_p=0.0, clip=2, bad_p=0.3, modes=None, mtu=1500):
+    sc = Scenario(seed, mtu)
     rng = random.Random(seed + 1000)
     items = make_items(sc, n, cut_p, rng, bad_p=bad_p, clip=clip, modes=modes)
-    tb = TB(dut, seed, ready_p)
+    tb = TB(dut, seed, ready_p, sc.clip)
     res = await tb.run(items, start0)
     err = check(items, res)
     assert not err, "\n".join(err[:10])
@@ -480,7 +488,7 @@ def _cover(items):
     assert whats >= {"forward", "redirect_l2", "redirect_gre", "decap", "drop"}, whats
     assert any(it["a"]["what"] == "redirect_gre" and it["a"]["vlan"] for it in items)
     # output beyond the IP datagram (padding / trailer) and the GRE clip
-    assert any(it["a"]["kind"] == 2 and len(it["fr"]) - 4 - it["a"]["src_off"] > GRE_MAX
+    assert any(it["a"]["kind"] == 2 and len(it["fr"]) - 4 - it["a"]["src_off"] > it["a"]["clip"]
                and it["exp"] is not None for it in items)
 
 
@@ -563,6 +571,37 @@ async def test_cut_gre_clip(dut):
         if ready_p == 1.0:
             assert parked
     assert {it["res"] for it in items} == {"sent", "abort", "skip"}, [it["res"] for it in items]
+
+
+@_test
+async def test_gre_clip_follows_the_mtu(dut):
+    """A cache side with a larger MTU: at 1528 and 1532 full-size datagrams (1500 bytes, and
+    1504 in an untagged 1518-byte frame) are copied whole behind the GRE header, cut-through
+    and store-and-forward, and a trailer is clipped at MTU - 28."""
+    for mtu, seed in ((1528, 61), (1532, 62)):
+        sc = Scenario(seed, mtu)
+        r = random.Random(seed)
+        items = []
+        while len(items) < 24:
+            first = len(items) < 2              # the longest datagram: 1504 bytes, untagged
+            vlan = r.randrange(1, 4095) if r.random() < 0.4 and not first else None
+            f = sc.gen.ip_frame(proto=6, dport=80, vlan=vlan, plen=(1464, 1464) if first else (1400, 1464))
+            if r.random() < 0.3 and not first:
+                f = sc.clip_frame()[1][:-4]
+            f = sc.with_fcs(f[:1518])          # the longest frame a port receives
+            port = r.randrange(2)
+            if sc.model.decide(port, f, now=0).action != "redirect_gre":
+                continue
+            a, exp = sc.action(port, f)
+            items.append(dict(a=a, exp=exp, fr=f, cut=r.randrange(2), good=1, fflen=a["flen"], w=None,
+                              offer=0, mode=r.choice([("before",), ("acc", 3), ("dist", FIN_MARGIN + 2)])))
+        longest = max(len(it["exp"]) - it["a"]["hlen"] for it in items)
+        assert longest == sc.clip > GRE_MAX, (longest, sc.clip)
+        for ready_p in (1.0, 0.6):
+            tb = TB(dut, seed, ready_p, sc.clip)
+            res = await tb.run(items, 500)
+            err = check(items, res)
+            assert not err, "\n".join(err[:10])
 
 
 @_test
