@@ -9,7 +9,7 @@ namespaces (root only). Used by `wccp lab` (wccptool.cmd_lab) and tests/test_lab
 
 Topology (one IPv4 subnet: the appliance is a bump in the wire)::
 
-    <p>-cl  client      10.62.0.10 (+ 10.62.0.100.. for many clients), MTU 1472
+    <p>-cl  client      10.62.0.10 (+ 10.62.0.100.. for many clients), MTU 1472 (1500 at cache_mtu 1528)
        │ TAP <p>-t0 = FPGA port 0
     [ twin: RTL fpga_core on Verilator, or the fast model ] ◄── SPI (UNIX socket) ── firmware
        │ TAP <p>-t1 = FPGA port 1                                                    │
