@@ -365,5 +365,22 @@ module wccp_builder #(
                 req <= act_port ? 2'b10 : 2'b01;
         end
     end
+`ifndef SYNTHESIS
+    // invariants the design relies on (simulation only: every testbench stops at a violation)
+    reg [BUF_AW-1:0] rel_q;
+    reg              rel_d;
+    always @(posedge clk) begin
+        rel_q <= rel_ptr;
+        rel_d <= done;
+    end
+    always @(posedge clk) if (!rst) begin
+        if (s3_v && c_th[DEPTH-2] && !pop)
+            $fatal(1, "wccp_builder: a byte written into the full output FIFO");
+        if (done && !act_on)
+            $fatal(1, "wccp_builder: a frame handed over without an action");
+        if (rel_ptr != rel_q && !rel_d)
+            $fatal(1, "wccp_builder: buffer space released without a frame handed over");
+    end
+`endif
 endmodule
 `default_nettype wire

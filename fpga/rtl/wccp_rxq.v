@@ -275,5 +275,16 @@ module wccp_rxq #(
             end
         end
     end
+`ifndef SYNTHESIS
+    // invariants the design relies on (simulation only: every testbench stops at a violation)
+    always @(posedge clk) if (!rst) begin
+        if (q_push && q_full)       // its fields were not written (the entry is written while not full)
+            $fatal(1, "wccp_rxq: a bundle pushed into the full bundle queue");
+        if (st_push && s_used[SAW] && !s_take)
+            $fatal(1, "wccp_rxq: a status pushed into the full status queue");
+        if (r_valid && !full && !ovf && used == {BUF_AW{1'b1}})   // the buffer would look empty
+            $fatal(1, "wccp_rxq: a byte written into the last free byte of the buffer");
+    end
+`endif
 endmodule
 `default_nettype wire
