@@ -51,7 +51,8 @@ module twin_top #(
 `else
     wire cclk = clk;
 `endif
-    localparam SLOT_WORDS = 384;               // 1536 bytes per slot
+    localparam SLOT_WORDS = 400;               // 1600 bytes per slot: the longest frame the core
+                                               // sends is a tagged GRE one at MTU 1532, 1554 bytes
     localparam NSLOT = 1 << NSLOT_LG;
 
     wire [7:0] rxd0, rxd1, txd0, txd1;

@@ -18,7 +18,7 @@ from cocotb.triggers import Timer
 from wccptool.twin.hub import Hub, write_ready
 
 CLK_NS = 8
-SLOT_WORDS = 384
+SLOT_WORDS = 400                 # twin_top.v: 1600-byte frame slots
 QUIET_CYCLES = 3000         # no port activity for this long after the last frame = processed
 MAX_SLICE = 5000            # longest idle advance (cycles) before looking at the sockets again
 MAX_DEBT_S = 0.5            # sim lagging the wall clock by more than this: forget the debt
