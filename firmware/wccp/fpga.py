@@ -30,6 +30,9 @@ What the driver does beyond plain register writes:
   GROUP_CTRL, the entries into ACL_SRC/ACL_DST/ACL_CTRL (prefix lengths); an FPGA whose
   register map predates them (minor < ACL_MINOR) refuses a closed service or a redirect-list
   (ValueError, like any table it cannot hold);
+* ``configure``: an FPGA whose register map predates MTU_MINOR copies at most 1472 bytes behind
+  a GRE header: its MTU stays 1500 whatever is asked (full-size packets go to the origin,
+  counted ``gre_too_big``, rather than truncated to the cache);
 * ``commit()`` writes COMMIT and polls STATUS until COMMIT_BUSY clears;
 * transactions: when a register write fails, the part of the slot it belonged to (service,
   cache table, assignment) is marked unknown: the next call for that part rewrites all its
@@ -59,6 +62,7 @@ COMMIT_POLLS = const(100000)
 PKTOUT_POLLS = const(100)
 MASK32 = const(0xFFFFFFFF)
 ACL_MINOR = const(4)        # register-map minor that brought GROUP_CTRL.CLOSED/NUM_ACL and ACL_*
+MTU_MINOR = const(4)        # ... and GRE copies that follow an MTU above 1500 (up to MAX_MTU)
 
 # Per-port counter registers -> model counter names (per-port lists).
 _PORT_LISTS = (
@@ -186,6 +190,9 @@ class FpgaDataPlane(DataPlane):
         m = check_mac(mac)
         if not isinstance(mtu, int) or mtu < MIN_MTU or mtu > MAX_MTU:
             raise ValueError("mtu must be %d..%d" % (MIN_MTU, MAX_MTU))
+        v = self.version
+        if mtu > DEFAULT_MTU and v is not None and (v & 0xFFFF) < MTU_MINOR:
+            mtu = DEFAULT_MTU       # an older bitstream copies at most 1472 bytes behind GRE
         hi, lo = mac_words(m if m is not None else b"\x00" * 6)
         self._w(R.ROUTER_ID, [router_id, hi, lo, mtu])
         self.router_id, self.mac, self.mtu = router_id, m, mtu

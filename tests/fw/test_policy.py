@@ -186,6 +186,26 @@ def test_fpga_driver_failed_policy_write_is_never_committed():
     assert fm._live.slots[2].acl == new and fm._live.slots[2].closed and dp.stale_slots() == []
 
 
+def test_fpga_older_register_map_keeps_an_mtu_of_1500():
+    from test_fpgalink import Wire
+    from wccp import regmap as RM
+    from wccp.fpga import FpgaDataPlane
+    from wccp.fwdmodel import ForwardingModel
+    from wccp.fwdmodel_regs import ModelRegisterFile
+    from wccp.transport import LoopbackTransport
+    for version, applied in ((0x00010003, 1500), (RM.REGMAP_VERSION, 1528)):
+        fm = ForwardingModel()
+        w = Wire()
+        w.fpga = ModelRegisterFile(fm)
+        w.version = version
+        dp = FpgaDataPlane(LoopbackTransport(w))
+        dp.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1528)
+        dp.commit()
+        assert dp.mtu == applied and fm._live.mtu == applied, (version, dp.mtu, fm._live.mtu)
+        dp.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1400)
+        assert dp.mtu == 1400
+
+
 def test_fpga_older_register_map_cannot_hold_policies_router_says_so():
     from test_fpgalink import Wire
     from wccp.fpga import FpgaDataPlane
