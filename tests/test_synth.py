@@ -53,6 +53,7 @@ def test_synth_board_flow(board):
         # place and route as the board file says: its seed, the core clock held to the 150 MHz goal
         assert rep["seed"] == fb["pnr"]["seed"] and rep["core_mhz_constraint"] == fb["pnr"]["core_mhz"] == 150, rep
         assert rep["pnr_args"] == " ".join(fb["pnr"].get("args", [])), rep
+        assert rep["yosys_args"] == " ".join(fb.get("synth", {}).get("args", [])), rep
         # timing closes: the core clock at 125 MHz (1 GbE GMII), both RGMII receive clocks too
         for phy in ("eth0_rxc", "eth1_rxc"):
             assert any(phy in clk and mhz >= 125.0 for clk, mhz in rep["fmax_mhz"].items()), rep["fmax_mhz"]

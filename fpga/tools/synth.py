@@ -116,6 +116,8 @@ def main(argv=None):
                     help="seed sweep: give up on a seed after this many seconds (some never finish routing)")
     ap.add_argument("--pnr-args", default="", help="extra nextpnr options (placer tuning), e.g. "
                     "'--placer-heap-timingweight 20'")
+    ap.add_argument("--yosys-args", default="", help="extra synth_ecp5 options (a board's synth.args), e.g. "
+                    "--yosys-args=-nowidelut")
     ap.add_argument("--pnr-only", action="store_true",
                     help="reuse <out>/<top>.json from an earlier run (e.g. to try another --seed)")
     ap.add_argument("--yosys-only", action="store_true",
@@ -138,8 +140,8 @@ def main(argv=None):
         srcs = [s for s in srcs if not s.endswith("/fpga.v")]
     netlist = out / ("%s.json" % a.top)
     build_id = int(a.build_id, 16) if a.build_id else rtl_build_id(srcs)
-    ys = "read_verilog -I%s %s; chparam -set BUILD_ID %d %s; synth_ecp5 -top %s -json %s; tee -o %s stat" % (
-        RTL, " ".join(srcs), build_id, module, module, netlist, out / ("%s_yosys_stat.txt" % a.top))
+    ys = "read_verilog -I%s %s; chparam -set BUILD_ID %d %s; synth_ecp5 %s-top %s -json %s; tee -o %s stat" % (
+        RTL, " ".join(srcs), build_id, module, (a.yosys_args + " ") if a.yosys_args else "", module, netlist, out / ("%s_yosys_stat.txt" % a.top))
     (out / ("%s_yosys_script.txt" % a.top)).write_text(ys)
     # synth_ecp5 maps with abc9 (timing-driven) by default in this yosys; -abc9 is a no-op
     t_syn = 0.0
@@ -181,7 +183,8 @@ def main(argv=None):
             shutil.copyfile(d / name, out / name)
     cfg = out / ("%s.config" % a.top)
     timing = out / ("%s_timing.json" % a.top)
-    rep = {"top": a.top, "board": a.board, "seed": best, "pnr_args": a.pnr_args, "core_mhz_constraint": a.core_mhz if lpf else a.freq,
+    rep = {"top": a.top, "board": a.board, "seed": best, "pnr_args": a.pnr_args, "yosys_args": a.yosys_args,
+           "core_mhz_constraint": a.core_mhz if lpf else a.freq,
            "device": "%s-%s %s" % (fb["fpga"]["device"], fb["fpga"]["speed"], fb["fpga"]["package"]), "fmax_mhz": fmax,
            "util": util, "yosys_s": round(t_syn, 1), "nextpnr_s": round(t_pnr, 1),
            "build_id": "0x%08x" % build_id}

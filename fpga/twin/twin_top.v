@@ -335,11 +335,12 @@ module twin_gmii_capture #(
 );
     localparam NSLOT = 1 << NSLOT_LG;
     reg [31:0] mem [0:NSLOT*SLOT_WORDS-1] /*verilator public_flat_rd*/;
-    reg [15:0] len [0:NSLOT-1] /*verilator public_flat_rd*/;  // [11:0] bytes, [15] tx_er seen
+    // [11:0] bytes kept, [14] longer than a slot (the rest was not kept), [15] tx_er seen
+    reg [15:0] len [0:NSLOT-1] /*verilator public_flat_rd*/;
     reg [1:0]  st;
     reg [11:0] idx;
     reg [31:0] acc;
-    reg        err, full;
+    reg        err, full, long;
     wire [NSLOT_LG-1:0] slot = head[NSLOT_LG-1:0];
     always @(posedge clk) begin
         if (rst) begin
@@ -350,10 +351,12 @@ module twin_gmii_capture #(
             acc <= 32'd0;
             err <= 1'b0;
             full <= 1'b0;
+            long <= 1'b0;
         end else begin
             case (st)
             2'd0: if (rxdv) begin                // preamble
                 err <= rxer;
+                long <= 1'b0;
                 full <= (head - tail) >= NSLOT;
                 idx <= 12'd0;
                 if (rxd == 8'hD5) st <= 2'd1;
@@ -366,13 +369,14 @@ module twin_gmii_capture #(
                         if (idx[1:0] == 2'd3 && !full)
                             mem[slot * SLOT_WORDS + idx[11:2]] <= {acc[23:0], rxd};
                         idx <= idx + 12'd1;
-                    end
+                    end else
+                        long <= 1'b1;
                 end else begin
                     if (full) drop <= drop + 32'd1;
                     else begin
                         if (idx[1:0] != 2'd0)
                             mem[slot * SLOT_WORDS + idx[11:2]] <= acc << (8 * (4 - idx[1:0]));
-                        len[slot] <= {err, 3'd0, idx};
+                        len[slot] <= {err, long, 2'd0, idx};
                         head <= head + 16'd1;
                     end
                     st <= 2'd0;

@@ -384,6 +384,17 @@ def _validate_fpga(d, problems):
                     own = [x for x in pa if x.split("=")[0] in _PNR_OWN]
                     if own:
                         problems.append("pnr.args: %s set by the flow itself (device, files, seed)" % ", ".join(own))
+    syn = d.get("synth")        # optional: synthesis settings of `wccp synth`
+    if syn is not None:
+        ya = syn.get("args") if isinstance(syn, dict) else None
+        if not isinstance(syn, dict) or not isinstance(ya, list) or \
+                not all(isinstance(x, str) and x in _YOSYS_ARGS for x in ya):
+            problems.append("synth.args: %r must be a list of synth_ecp5 options from %s" % (
+                ya if isinstance(syn, dict) else syn, ", ".join(sorted(_YOSYS_ARGS))))
+
+
+# synth_ecp5 options a board may add (mapping choices only; the flow sets top, output and script)
+_YOSYS_ARGS = frozenset(("-nowidelut", "-dff", "-noccu2", "-nodffe", "-nolutram", "-abc2"))
 
 
 def _validate_fpga_files(d, lpf, problems):

@@ -68,9 +68,10 @@ def summarise(rep, fpga):
         lines.append("bitstream: %s (%d bytes)" % (rep["bitstream"], os.path.getsize(rep["bitstream"])
                                                    if os.path.exists(rep["bitstream"]) else 0))
     if rep.get("seed") is not None:
-        lines.append("place and route: seed %s, core clock constrained to %s MHz%s%s" % (
+        lines.append("place and route: seed %s, core clock constrained to %s MHz%s%s%s" % (
             rep["seed"], rep.get("core_mhz_constraint", "?"),
             (", nextpnr " + rep["pnr_args"]) if rep.get("pnr_args") else "",
+            (", synth_ecp5 " + rep["yosys_args"]) if rep.get("yosys_args") else "",
             "; sweep " + ", ".join("seed %s: %s" % (sd, ("%.2f MHz" % f) if f else "no result")
                                    for sd, f in sorted(rep["seeds"].items(), key=lambda kv: int(kv[0])))
             if rep.get("seeds") else ""))
@@ -136,6 +137,9 @@ def run(args):
         cmd += ["--seeds", args.seeds]
     if pnr.get("args"):
         cmd.append("--pnr-args=" + " ".join(pnr["args"]))     # "=": the value starts with "--"
+    ys = (fb.get("synth") or {}).get("args")
+    if ys:
+        cmd.append("--yosys-args=" + " ".join(ys))
     print("synth: %s" % " ".join(cmd), file=sys.stderr, flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=boards.ROOT)
     if p.returncode != 0:
