@@ -213,9 +213,9 @@ module wccp_commit #(
             else if (l_take) lr <= lr + 5'd1;
             lr_valid <= lr_valid ? !lr_ack : (s_have && s_ok && l_gap == 2'd0 && lw != lr);
             l_gap <= l_take ? 2'd3 : (l_gap != 2'd0 ? l_gap - 2'd1 : 2'd0);
-            // room for one more after this cycle's push (registered: a push every other cycle
-            // at most when nearly full, which the scan's rewind after each hit ensures anyway)
-            l_room <= !l_used[4] && !(l_used[3:0] == 4'd15 && l_push) && !(l_used == 5'd15);
+            // room for one more after this cycle's push (a request taken meanwhile frees its
+            // entry a cycle later)
+            l_room <= !(l_used[4] || (l_used == 5'd15 && l_push));
         end
     end
 
