@@ -188,34 +188,41 @@ module wccp_commit #(
 
     // ---- learning targets ----
     // lq: the list (written at lw, read at lr: 5-bit pointers, empty when equal); lr_idx is
-    // loaded from the head while no request is pending, so it is valid with lr_valid
+    // loaded from the head while no request is pending, so it is valid with lr_valid. The
+    // list's flags are registered from the pointers, so they lag them by a cycle: l_room
+    // (fewer than 15 held a cycle ago: room for this cycle's push, at most 16 held) and
+    // l_empty (with l_pushed, the push of the cycle before, for l_done); a request never
+    // rises right after a take (l_gap).
     reg [7:0] lq [0:15];
     reg [4:0] lw, lr;
+    reg       l_empty, l_pushed;
     reg [1:0] l_gap;             // cycles left before the next request may rise
     wire      l_push = l_valid && (l_port == PORT[0]) && l_room;
     wire      l_take = lr_valid && lr_ack;
-    wire      l_done = (lw == lr) && !lr_valid;
-    assign    l_pend = !l_done;
     wire [4:0] l_used = lw - lr;
+    wire      l_done = l_empty && !l_pushed && !lr_valid;
+    assign    l_pend = !l_done;
     always @(posedge clk) begin
         if (l_push) lq[lw[3:0]] <= l_idx;
         if (!lr_valid) lr_idx <= lq[lr[3:0]];
         if (rst) begin
             lw <= 5'd0;
             lr <= 5'd0;
+            l_empty <= 1'b1;
+            l_pushed <= 1'b0;
+            l_room <= 1'b0;
             lr_valid <= 1'b0;
             l_gap <= 2'd0;
-            l_room <= 1'b0;
         end else begin
             if (l_push) lw <= lw + 5'd1;
-            // a bad or truncated frame: its targets are dropped
+            // a bad or truncated frame: its targets are dropped (also any pushed later)
             if (s_have && s_nok) lr <= lw;
             else if (l_take) lr <= lr + 5'd1;
-            lr_valid <= lr_valid ? !lr_ack : (s_have && s_ok && l_gap == 2'd0 && lw != lr);
+            l_empty <= (lw == lr);
+            l_pushed <= l_push;
+            l_room <= (l_used < 5'd15);
+            lr_valid <= lr_valid ? !lr_ack : (s_have && s_ok && l_gap == 2'd0 && !l_empty);
             l_gap <= l_take ? 2'd3 : (l_gap != 2'd0 ? l_gap - 2'd1 : 2'd0);
-            // room for one more after this cycle's push (a request taken meanwhile frees its
-            // entry a cycle later)
-            l_room <= !(l_used[4] || (l_used == 5'd15 && l_push));
         end
     end
 

@@ -257,7 +257,7 @@ class TB:
             # the status: early (from the take on), near (a few cycles around the hand-off),
             # late (long after it)
             if t_take is not None and t_st is None and phase != "wait_free":
-                if phase == "targets" and pushed - len(f.learns) >= LIST:
+                if phase == "targets" and pushed - len(f.learns) >= LIST - 1:
                     t_st = c + r.randrange(1, 40)       # the list is full: the frame ends meanwhile
                     f.mode = "full"
                 elif f.mode == "early":
