@@ -195,7 +195,7 @@ module fpga_core #(
     assign lr_valid1 = lrv[1]; assign lr_idx1 = lri[1]; assign lr_mac1 = lrm[1]; assign lra[1] = lr_ack1;
 
     // the queue heads, {port 1, port 0} in each field
-    wire [1:0]  q_valid, q_pop, q_free, q_vlan, q_is_ip, q_ip_hdr_ok;
+    wire [1:0]  q_valid, q_soon, q_pop, q_free, q_vlan, q_is_ip, q_ip_hdr_ok;
     wire [2*BUF_AW-1:0] q_start;
     wire [95:0] q_dst, q_src;
     wire [31:0] q_tci, q_sport, q_dport, q_totlen, q_len4, q_len8;
@@ -255,7 +255,7 @@ module fpga_core #(
     wire [1:0]  lt_room, lt_pend;
     wccp_decide #(.PEARSON(PEARSON)) decide (
         .clk(clk), .rst(rst_dc), .hold(hold), .busy(busy),
-        .in_valid(q_valid), .in_ready(q_pop), .in_free(q_free),
+        .in_valid(q_valid), .in_ready(q_pop), .in_free(q_free), .in_soon(q_soon),
         .in_dst_mac(q_dst), .in_src_mac(q_src), .in_vlan(q_vlan),
         .in_is_ip(q_is_ip), .in_ip_hdr_ok(q_ip_hdr_ok), .in_proto(q_proto), .in_sip(q_sip),
         .in_dip(q_dip), .in_sport(q_sport), .in_dport(q_dport), .in_totlen(q_totlen),
@@ -295,7 +295,7 @@ module fpga_core #(
         wccp_rxq #(.BUF_AW(BUF_AW)) rxq (
             .clk(clk), .rst(rst_rx), .gmii_rxd(rxd[g]), .gmii_rx_dv(rxdv[g]), .gmii_rx_er(rxer[g]),
             .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
-            .q_valid(q_valid[g]), .q_pop(q_pop[g]), .q_start(q_start[g*BUF_AW +: BUF_AW]),
+            .q_valid(q_valid[g]), .q_soon(q_soon[g]), .q_pop(q_pop[g]), .q_start(q_start[g*BUF_AW +: BUF_AW]),
             .q_dst_mac(q_dst[g*48 +: 48]), .q_src_mac(q_src[g*48 +: 48]), .q_vlan(q_vlan[g]),
             .q_tci(q_tci[g*16 +: 16]), .q_is_ip(q_is_ip[g]), .q_ip_hdr_ok(q_ip_hdr_ok[g]),
             .q_proto(q_proto[g*8 +: 8]), .q_sip(q_sip[g*32 +: 32]), .q_dip(q_dip[g*32 +: 32]),

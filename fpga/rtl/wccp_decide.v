@@ -15,8 +15,10 @@
 // head). `sel` (a register) is the port whose queue head the bundle registers follow while
 // idle; the take is from `sel`. While a frame is decided `sel` turns to the other port if
 // that one has a bundle waiting, else stays on the frame's port; while idle it turns when
-// only the other port has one (a frame that reaches an idle core on the other port than
-// `sel` waits one cycle). `prt` is the port of the frame being decided: it sets the
+// only the other port has one. Either way it also turns to a port whose bundle is on its way
+// (in_soon: a frame is arriving there) when the other port has none waiting or coming, so
+// that a frame reaching an idle core finds `sel` on its port (without the hint it would
+// wait a cycle). `prt` is the port of the frame being decided: it sets the
 // forwarding egress (prt ^ 1), the next hop, the learnt-location compare ("already this
 // frame's") and the commit unit that gets the learning targets and the decision.
 //
@@ -62,6 +64,7 @@ module wccp_decide #(
     input  wire [1:0]    in_valid,
     output reg  [1:0]    in_ready,       // the take (registered): the source pops the head with it
     input  wire [1:0]    in_free,        // the port's commit unit holds no frame
+    input  wire [1:0]    in_soon,        // a bundle is on its way (wccp_rxq: a frame arrives)
     input  wire [95:0]   in_dst_mac,
     input  wire [95:0]   in_src_mac,
     input  wire [1:0]    in_vlan,
@@ -209,6 +212,7 @@ module wccp_decide #(
     // ---- which port's frame: the queue heads' multiplexer, the take ----
     reg        sel, prt;
     wire [1:0] elig = in_valid & in_free;
+    wire [1:0] want = (in_valid | in_soon) & in_free;     // a bundle waiting or on its way
     wire       take = state[S_IDLE] && !hold && (sel ? elig[1] : elig[0]);
     assign lr_port = prt;
     wire [47:0] b_dst = sel ? in_dst_mac[95:48] : in_dst_mac[47:0];
@@ -232,11 +236,16 @@ module wccp_decide #(
         if (rst) begin
             sel <= 1'b0;
         end else if (state[S_IDLE]) begin
-            // idle: to the other port when only that one has a bundle (not while taking)
-            if (!take && !(sel ? elig[1] : elig[0]) && (sel ? elig[0] : elig[1])) sel <= !sel;
+            // idle: to the other port when only that one has a bundle, or only that one has
+            // one waiting or coming (not while taking)
+            if (!take && !(sel ? elig[1] : elig[0]) &&
+                ((sel ? elig[0] : elig[1]) || ((sel ? want[0] : want[1]) && !(sel ? want[1] : want[0]))))
+                sel <= !sel;
         end else begin
-            // deciding: the other port next if it has a bundle waiting, else this one
-            sel <= (prt ? elig[0] : elig[1]) ? !prt : prt;
+            // deciding: the other port next if it has a bundle waiting, or if only it has one
+            // coming, else this one
+            sel <= ((prt ? elig[0] : elig[1]) || ((prt ? want[0] : want[1]) && !(prt ? want[1] : want[0]))) ?
+                   !prt : prt;
         end
     end
 

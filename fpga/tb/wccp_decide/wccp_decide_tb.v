@@ -373,7 +373,7 @@ module wccp_decide_tb #(
     assign p_in_ready[1] = in_ready_v[1];
     wccp_decide dut (
         .clk(clk), .rst(rst), .hold(hold), .busy(busy),
-        .in_valid({p_in_valid[1], p_in_valid[0]}), .in_ready(in_ready_v), .in_free(free),
+        .in_valid({p_in_valid[1], p_in_valid[0]}), .in_ready(in_ready_v), .in_free(free), .in_soon(2'b00),
         .in_dst_mac({p_in_dst_mac[1], p_in_dst_mac[0]}),
         .in_src_mac({p_in_src_mac[1], p_in_src_mac[0]}),
         .in_vlan({p_in_vlan[1], p_in_vlan[0]}),
