@@ -16,10 +16,11 @@
 //
 // Learning: the core's scan hands over the table indices of the frame's learning targets
 // (a 16-entry list, distributed RAM) while it decides; with s_ok the unit writes them, one
-// request (lr_valid until lr_ack) every 4 cycles at most (a learn is an event for the
-// counters, whose pipeline takes one per port every 4 cycles), {port known, MAC known, this
-// port, the frame's source MAC}; with s_nok it drops them. l_pend (towards the core's busy)
-// is high while the list is not empty or a request is pending.
+// request (lr_valid until lr_ack) every 9 cycles at most (a learn is an event for the
+// counters, wccp_stats, which take a port's decision events at least 9 cycles apart):
+// {port known, MAC known, this port, the frame's source MAC}; with s_nok it drops them.
+// l_pend (towards the core's busy) is high while the list is not empty or a request is
+// pending.
 //
 // The decision arrives in the core's hand-off cycle (`ho`, S_HO): the unit acts on the
 // core's registers in that cycle, exactly as in any later waiting cycle, and keeps its own
@@ -196,7 +197,7 @@ module wccp_commit #(
     reg [7:0] lq [0:15];
     reg [4:0] lw, lr;
     reg       l_empty, l_pushed;
-    reg [1:0] l_gap;             // cycles left before the next request may rise
+    reg [2:0] l_gap;             // cycles left before the next request may rise
     wire      l_push = l_valid && (l_port == PORT[0]) && l_room;
     wire      l_take = lr_valid && lr_ack;
     wire [4:0] l_used = lw - lr;
@@ -212,7 +213,7 @@ module wccp_commit #(
             l_pushed <= 1'b0;
             l_room <= 1'b0;
             lr_valid <= 1'b0;
-            l_gap <= 2'd0;
+            l_gap <= 3'd0;
         end else begin
             if (l_push) lw <= lw + 5'd1;
             // a bad or truncated frame: its targets are dropped (also any pushed later)
@@ -221,8 +222,8 @@ module wccp_commit #(
             l_empty <= (lw == lr);
             l_pushed <= l_push;
             l_room <= (l_used < 5'd15);
-            lr_valid <= lr_valid ? !lr_ack : (s_have && s_ok && l_gap == 2'd0 && !l_empty);
-            l_gap <= l_take ? 2'd3 : (l_gap != 2'd0 ? l_gap - 2'd1 : 2'd0);
+            lr_valid <= lr_valid ? !lr_ack : (s_have && s_ok && l_gap == 3'd0 && !l_empty);
+            l_gap <= l_take ? 3'd7 : (l_gap != 3'd0 ? l_gap - 3'd1 : 3'd0);
         end
     end
 

@@ -152,9 +152,10 @@ module wccp_decide #(
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
     // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 20 + (cache entries of all slots) cycles
-    // for a frame from a cache, and a constant 8 (not IPv4, or no slot) to 13 (hash redirect,
-    // L2 or GRE; 24 for a mask redirect found in the first set) cycles from the take to S_HO
-    // for a client's frame, whose scan the prefilter ends at once. A client's hash redirect,
+    // for a frame from a cache, and a constant 8 (not IPv4, or no slot) to 14 (hash redirect,
+    // L2 or GRE; 25 for a mask redirect found in the first set) cycles from the take to S_HO
+    // (the action can leave with the edge that ends it) for a client's frame, whose scan the
+    // prefilter ends at once. A client's hash redirect,
     // in cycles after the take: S_DEC 7, S_H, S_B1 9 (the primary bucket word, on the bucket
     // table's 2-cycle read: the cache address from its byte), S_B1L 10 (its flags), S_CW2,
     // S_CK 12 (the cache's words, on the cache tables' 2-cycle reads), S_C 13 (the chosen

@@ -22,7 +22,7 @@ Checked for every frame, against the commit rules written out here (`expected`):
   and bucket events with their indices and the frame's bytes) come with the pop, as the rules
   say for the status;
 - learning: a good and complete frame's targets are requested in order with the frame's
-  source MAC, one at a time, at least 4 cycles apart, each with a learn event, all before the
+  source MAC, one at a time, at least 9 cycles apart, each with a learn event, all before the
   commit; a bad or truncated frame's are dropped; at most 16 targets are held before the
   status; l_pend is high while targets are held; targets for the other port are ignored;
 - the unit is free exactly from its frame's last handshake to the next take."""
@@ -352,7 +352,7 @@ def check(frames):
         assert got_ev == ev, "%s\n events %r\n expected %r" % (what, got_ev, ev)
         assert f.learns == learns, "%s\n learns %r\n expected %r" % (what, f.learns, learns)
         assert f.ev.get("learns", 0) == len(learns), what
-        assert all(b - a >= 4 for a, b in zip(f.lr_cycles, f.lr_cycles[1:], strict=False)), f.lr_cycles
+        assert all(b - a >= 9 for a, b in zip(f.lr_cycles, f.lr_cycles[1:], strict=False)), f.lr_cycles
         if f.mode == "early":
             assert not f.cut, "%s: cut through although its status was there" % what
         if f.mode == "late" and f.idle:

@@ -9,7 +9,7 @@ wccp_builder assembles it) must equal the model's output, the event pulses must 
 model's counter increments and the learning requests the model's learnt cache locations.
 The test plays wccp_rxq's status FIFO: each frame's status (good, whole datagram received,
 length) reaches the FIFO head a random number of cycles after its bundle is presented,
-sometimes before the engine takes the bundle; bad frames (dropped whole, their bytes released,
+sometimes before the core takes the bundle; bad frames (dropped whole, their bytes released,
 nothing counted or learnt: the model never sees them) and truncated IPv4 datagrams (bundle
 with a valid header, status avail = 0: forwarded normally, as the model says) are mixed in.
 Handshakes are driven with random gaps, back-pressure and delayed learning acks; nothing
@@ -172,7 +172,7 @@ def action_bytes(a, fr):
 
 class Exp:
     """One frame, its status and everything the model says about it. A bad frame (bad_flen:
-    the bytes the receive queue stored for it) is not shown to the model: the engine must
+    the bytes the receive queue stored for it) is not shown to the model: the core must
     drop it and count and learn nothing."""
 
     def __init__(self, model, frame, start, bad_flen=None, rng=None, port=PORT):
@@ -332,7 +332,7 @@ class TB:
 
     async def load(self, model):
         """Program the model's live tables into the shadow bank, switch banks, set the config
-        and write the cache locations (engine idle)."""
+        and write the cache locations (core idle)."""
         d = self.dut
         img, learnt, cfg, acl = table_images(model)
         shadow = _RAMS["live"] ^ 1
@@ -392,7 +392,7 @@ class TB:
         if mode == "now":
             return 0
         if mode == "late":
-            return 400          # after any decision here: the engine waits for it
+            return 400          # after any decision here: the commit unit waits for it
         x = r.random()
         if x < 0.35:
             return 0
@@ -457,7 +457,7 @@ class TB:
         st_head = 0                 # statuses popped
         st_drv = False              # st_valid driven in the previous cycle
         taken = 0
-        decided = False             # the frame in the engine is decided (busy fell)
+        decided = False             # the frame taken is decided (busy fell)
         act_seen = -1               # the last action whose first cycle was seen
         idle = 0
         since = 0
@@ -481,7 +481,7 @@ class TB:
             self.cycle += 1
             busy = int(d.busy.value) if solo else 0
             if prev_held and prev_idle:
-                assert not busy and not int(d.in_ready.value), "engine started while hold"
+                assert not busy and not int(d.in_ready.value), "core started while hold"
             if pop:
                 # the source (wccp_rxq) pops at the edge where in_valid and in_ready are high
                 nxt += 1
@@ -495,11 +495,11 @@ class TB:
                     self.take_lat.append(self.cycle - t_arr)
             if taken > st_head and solo:
                 # busy from the take until the decision is made; then low (a commit may switch
-                # tables while the engine waits for the status) until the next take
+                # tables while the commit unit waits for the status) until the next take
                 if not busy:
                     decided = True
                 else:
-                    assert not decided, "engine busy again after deciding frame %d" % st_head
+                    assert not decided, "core busy again after deciding frame %d" % st_head
             held = bool(hold_fn and hold_fn(self))
             if pop:
                 held = prev_held        # hold does not change in the cycle of a pop
@@ -543,7 +543,7 @@ class TB:
             cause = int(d.ev_cause.value)
             evs = cause or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value)
             if evs or lv:
-                # the frame in the engine (its status not yet popped) must have its status
+                # the frame taken (its status not yet popped) must have its status
                 assert st_head < n and st_vis[st_head] is not None and st_vis[st_head] < self.cycle, \
                     "event or learning request of frame %d before its status" % st_head
             self.sample_events(ev)
@@ -623,7 +623,7 @@ class TB:
                 st_head += 1
                 decided = False
             idle = idle + 1 if not (av or lv or busy or fv) else 0
-            assert idle < 400, "engine stalled: %d bundles taken, %d actions" % (nxt, len(acts))
+            assert idle < 400, "core stalled: %d bundles taken, %d actions" % (nxt, len(acts))
             since += 1
             assert since < 30000, "no action for 30000 cycles: %d bundles taken, %d actions, %d statuses" % (
                 nxt, len(acts), st_head)
@@ -1119,7 +1119,7 @@ async def test_watchdog_inactive(dut):
 
 @cocotb_test
 async def test_hold(dut):
-    """hold keeps the engine from taking a bundle (busy stays low); a decision in progress
+    """hold keeps the core from taking a bundle (busy stays low); a decision in progress
     when hold rises still completes."""
     tb = TB(dut, 3)
     await tb.reset()
@@ -1158,7 +1158,7 @@ async def test_hold(dut):
     tb.check([e1, e2], acts, lrs, ev)
     assert state["taken"] == 2
     assert int(d.busy.value) == 0
-    # the same while the engine waits for a late status (400 cycles): busy falls once the
+    # the same while the commit unit waits for a late status (400 cycles): busy falls once the
     # decision is made (run() checks it stays low until the commit), the next bundle waits
     # for hold to fall (600 cycles)
     state.update(taken=0, hold_until=None, hold_for=600)
@@ -1419,7 +1419,7 @@ async def test_status(dut):
 
 
 def other_model():
-    """A different table set and configuration for every field the engine reads: router ID,
+    """A different table set and configuration for every field the core reads: router ID,
     MAC, MTU, next hop, slot 0's group, flags, caches and buckets, no other slot, and not
     armed (redirection inactive)."""
     m = ForwardingModel()
@@ -1488,7 +1488,7 @@ async def _decide_across_commit(tb, e, m_next, cut=False):
         await Timer(1, "ns")
         d.act_ready.value = 0
     await Timer(1, "ns")
-    await tb.load(m_next)               # the commit, while the engine waits
+    await tb.load(m_next)               # the commit, while the commit unit waits
     for _ in range(20):                 # and nothing moves until the status comes
         await RisingEdge(d.clk)
         await ReadOnly()
@@ -1586,7 +1586,7 @@ async def test_decision_latency(dut):
         m.arm(0)
         m.heartbeat(now=0)
         await tb.load(m)
-        # one frame at a time (engine idle when offered): a GRE redirect and a non-IP frame;
+        # one frame at a time (core idle when offered): a GRE redirect and a non-IP frame;
         # the status at once (bundle -> action), then late (status -> action)
         row = {}
         for name, f in (("gre", mk(dst=CL[3])), ("learn", mk(src=0x0A030000, dst=CL[3], proto=17)),  # no slot
@@ -1635,7 +1635,7 @@ async def test_decision_latency(dut):
 
 @cocotb_test
 async def test_acl_latency(dut):
-    """Cycles from in_valid to act_valid (cut-through GRE redirect, engine idle) with a
+    """Cycles from in_valid to act_valid (cut-through GRE redirect, core idle) with a
     redirect-list on the matching slot (printed for docs/performance.md): a slot without one
     takes no extra cycle; each entry examined adds 3 cycles (asserted: the structure); a
     refused slot then costs its scan and the next slot's start."""
@@ -1762,12 +1762,12 @@ def test_wccp_decide(sim):
                     testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_status", "test_random",
                               "test_policy", "test_policy_random", "test_pearson", "test_learning_stress", "test_adjacent_learn",
                               "test_commit_while_waiting", "test_two_ports"])
-    # the engine of receive port 1 (normal forwarding to port 0, learnt locations on port 1)
+    # receive port 1 (normal forwarding to port 0, learnt locations on port 1)
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 1},
                     extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive",
                                                                    "test_status", "test_learning_stress",
                                                                    "test_adjacent_learn", "test_two_ports"])
-    # decision cycles on a fresh engine: the prefilter's bits are only ever set (until power-up),
+    # decision cycles on a fresh core: the prefilter's bits are only ever set (until power-up),
     # so the other tests' random cache addresses would make client sources scan too
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"}, testcase=["test_decision_latency", "test_acl_latency"])

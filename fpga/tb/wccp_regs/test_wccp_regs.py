@@ -1,8 +1,8 @@
-"""wccp_regs: identification/read-back, shadow writes + atomic commit (hold until the engines
-are idle, the group RAM copied into the live flip-flops while they are held, the live
+"""wccp_regs: identification/read-back, shadow writes + atomic commit (hold until the decision
+core is idle, the group RAM copied into the live flip-flops while it is held, the live
 configuration wholly old or wholly new whenever hold is clear, COMMIT_BUSY until the bank copy
 is done; the redirect-list words copied into the live redirect-list RAM in the same copy,
-wholly old or wholly new to the engines' reads), table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
+wholly old or wholly new to the core's reads), table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
 import os
 import random
 
@@ -56,12 +56,12 @@ class TB:
             st = self.live_state()
             if prev_live is not None and lv != prev_live:
                 self.live_flips.append((self.cycle, lv))
-                # the switch happens only after hold has been seen by idle engines
+                # the switch happens only after hold has been seen by an idle core
                 # (inputs change 1 ns after an edge: engines_busy read now is what the edge saw)
                 if not (prev_hold and not int(d.engines_busy.value)):
                     self.snap_errors.append((self.cycle, "switch without hold/idle handshake"))
             prev_hold = int(d.hold.value)
-            # atomicity: whenever the engines may run (hold clear) the live configuration is
+            # atomicity: whenever the core may run (hold clear) the live configuration is
             # wholly old or wholly new, and it is new exactly when `live` has flipped (while
             # held it is copied over a word a cycle)
             if self.old is not None and not int(d.hold.value):
@@ -201,7 +201,7 @@ async def test_shadow_commit_atomic(dut):
     live0 = int(d.live.value)
     tb.old = (live0, base)
     tb.new = tuple(new)
-    # commit while the decision engines are busy: hold rises, nothing switches
+    # commit while the decision core is busy: hold rises, nothing switches
     d.engines_busy.value = 1
     await tb.write(R.COMMIT, 0)            # bit 0 clear: no commit
     assert (await tb.rd(R.STATUS)) & R.STATUS_COMMIT_BUSY == 0
@@ -226,7 +226,7 @@ async def test_shadow_commit_atomic(dut):
         await RisingEdge(d.clk)
         await ReadOnly()
         n += 1
-        assert n < 280, "no swap %d cycles after the engines went idle" % n
+        assert n < 280, "no swap %d cycles after the core went idle" % n
     assert n >= 256, n                     # not before the whole group RAM was read
     assert tb.live_state() == tb.new
     assert int(d.hold.value) == 0
@@ -238,7 +238,7 @@ async def test_shadow_commit_atomic(dut):
         await RisingEdge(d.clk)
     assert (await tb.rd(R.STATUS)) & R.STATUS_COMMIT_BUSY == 0
     assert await tb.rd(R.COMMIT) == 1
-    # a second commit with no engine activity: one more flip, same contents, count 2
+    # a second commit with no decision activity: one more flip, same contents, count 2
     tb.old = (1 - live0, tb.new)
     await tb.write(R.COMMIT, 1)
     for _ in range(300):
@@ -294,7 +294,7 @@ async def commit_and_wait(tb):
 
 
 def acl_addr(slot, word):
-    """A word of a slot's redirect-list as the engines address the live redirect-list RAM."""
+    """A word of a slot's redirect-list as the core addresses the live redirect-list RAM."""
     return slot * R.GROUP_STRIDE + word
 
 

@@ -197,7 +197,7 @@ class TB:
         await RisingEdge(self.dut.clk)
 
     async def consume(self, release=True):
-        """The decision engine + builder: bundle, then its status; read a good frame's bytes;
+        """The decision core, commit unit and builder: bundle, then its status; read a good frame's bytes;
         release start + flen."""
         b = await self.take()
         s = await self.status()
