@@ -133,6 +133,16 @@ class TB:
         d.st_avail.value = r.getrandbits(1)
         d.st_flen.value = r.getrandbits(11)
 
+    def offer(self, ready, p, item, taken):
+        """Drive a handshake's ready (high with probability p); an item offered (not None or
+        False) is taken with it, else returned as pending."""
+        rdy = self.r.random() < p
+        ready.value = int(rdy)
+        if item and rdy:
+            taken.append(item)
+            return None
+        return item or None
+
     async def reset(self):
         self.d.rst.value = 1
         for _ in range(3):
@@ -291,29 +301,14 @@ class TB:
             else:
                 d.l_valid.value = int(r.random() < 0.2)
                 d.l_port.value = PORT ^ 1
-            # builder and learnt-location writer
-            rdy = int(r.random() < 0.7)
-            d.act_ready.value = rdy
-            if av and rdy:
-                f.acts.append(a)
-                pend_act = None
-            else:
-                pend_act = a if av else None
-            frdy = int(r.random() < 0.6)
-            d.fin_ready.value = frdy
-            if fv and frdy:
-                f.fins.append(fq)
-                pend_fin = None
-            else:
-                pend_fin = fq if fv else None
-            ack = int(r.random() < 0.6)
-            d.lr_ack.value = ack
-            if lv and ack:
-                f.learns.append(lq)
+            # builder and learnt-location writer: each handshake taken at random; what is
+            # offered and not taken must stay as it is (pend_*)
+            pend_act = self.offer(d.act_ready, 0.7, av and a, f.acts)
+            pend_fin = self.offer(d.fin_ready, 0.6, fv and fq, f.fins)
+            n_lr = len(f.learns)
+            pend_lr = self.offer(d.lr_ack, 0.6, lv and lq, f.learns)
+            if len(f.learns) > n_lr:
                 f.lr_cycles.append(c)
-                pend_lr = None
-            else:
-                pend_lr = lq if lv else None
             # idle builder: around the hand-off as the frame's mode says, else at random
             d.out_idle.value = int(f.idle if phase in ("before_ho", "after_ho") else r.random() < 0.5)
             # the frame is done when its action (and its fin) were taken and its status popped
