@@ -540,6 +540,8 @@ class TB:
             lq = (int(d.lr_idx.value), int(d.lr_mac.value)) if lv else None
             if pend_lr is not None:
                 assert lv and lq == pend_lr, "learning request changed before lr_ack: %r %r" % (pend_lr, lq)
+            # learning targets held: busy, so that no table commit renumbers them before they are written
+            assert not (lv and solo and not busy), "learning request while not busy"
             cause = int(d.ev_cause.value)
             evs = cause or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value)
             if evs or lv:
