@@ -6,9 +6,9 @@
 module fpga_core #(
     parameter CLK_PER_US = 125,
     parameter [31:0] BUILD_ID = 32'd0,
-    // RFC 3074 Pearson hashing in the decision engines (CAPS_PEARSON). Off in the board builds:
+    // RFC 3074 Pearson hashing in the decision core (CAPS_PEARSON). Off in the board builds:
     // with it the LFE5U-25F netlist does not meet 125 MHz (docs/performance.md, Load balance);
-    // on in the digital twin (fpga/twin/twin_top.v) and the decision engine's testbench.
+    // on in the digital twin (fpga/twin/twin_top.v) and the decision core's testbench.
     parameter PEARSON = 0,
     parameter BUF_AW = 12
 ) (
@@ -51,7 +51,7 @@ module fpga_core #(
     assign reg_rdata = cc_rvalid ? cc_rdata : bc_rvalid ? bc_rdata : uc_rvalid ? uc_rdata :
                        st_rvalid ? st_rdata : (rg_rdata | pr_rdata);
     // reset distribution: one registered copy per region (wccp_rst_buf), all one cycle late
-    wire        rst_bus, rst_spi, rst_go, rst_st, rst_cc, rst_bc, rst_uc, rst_pr;
+    wire        rst_bus, rst_spi, rst_go, rst_st, rst_cc, rst_bc, rst_uc, rst_pr, rst_dc;
     wccp_rst_buf rb_bus (.clk(clk), .d(rst), .q(rst_bus));     // register file, bus
     wccp_rst_buf rb_spi (.clk(clk), .d(rst), .q(rst_spi));     // SPI slave
     wccp_rst_buf rb_go (.clk(clk), .d(rst), .q(rst_go));       // builder requests (b_go)
@@ -60,6 +60,7 @@ module fpga_core #(
     wccp_rst_buf rb_bc (.clk(clk), .d(rst), .q(rst_bc));       // per-bucket counters
     wccp_rst_buf rb_pr (.clk(clk), .d(rst), .q(rst_pr));       // packet out, ARP capture
     wccp_rst_buf rb_uc (.clk(clk), .d(rst), .q(rst_uc));       // per-cache unknown-location counters
+    wccp_rst_buf rb_dc (.clk(clk), .d(rst), .q(rst_dc));       // tables, decision core
     wire        dbg_sel = dbg_reg_wr | dbg_reg_rd;
     // the bus is registered once before the register file (timing)
     reg  [23:0] reg_addr;
@@ -102,15 +103,15 @@ module fpga_core #(
     wire          rg_ln_wr;
     wire [7:0]    rg_ln_idx;
     wire [53:0]   rg_ln_data;
-    wire [1:0]    busy;
-    wire [9:0]    copy_busy;
+    wire          busy;
+    wire [4:0]    copy_busy;
 
     wire [1:0]    ev_rx, ev_tx;
     wire [23:0]   ev_rx_len, ev_tx_len;
     wire [7:0]    ev_drop;
     wire [23:0]   ev_cause;
-    wire [15:0]   acl_raddr;           // {engine 1, engine 0}: live redirect-list reads
-    wire [63:0]   acl_rdata;
+    wire [7:0]    acl_raddr;           // the decision core's live redirect-list reads
+    wire [31:0]   acl_rdata;
     wire [1:0]    ev_slot;
     wire [5:0]    ev_slot_idx;
     wire [23:0]   ev_bytes;
@@ -121,7 +122,7 @@ module fpga_core #(
     wire          lr_valid0, lr_valid1;
     wire [7:0]    lr_idx0, lr_idx1;
     wire [47:0]   lr_mac0, lr_mac1;
-    // learnt-state writer: register writes first, then engine 0, then engine 1
+    // learnt-state writer: register writes first, then port 0's commit unit, then port 1's
     wire          ln_ack_rg = rg_ln_wr;
     wire          lr_ack0 = lr_valid0 && !rg_ln_wr;
     wire          lr_ack1 = lr_valid1 && !rg_ln_wr && !lr_valid0;
@@ -136,12 +137,11 @@ module fpga_core #(
         .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu), .nh_mac(nh_mac),
         .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
         .live(live), .copy_start(copy_start), .copy_busy(|copy_busy), .hold(hold),
-        .engines_busy(|busy), .t_wr(t_wr), .t_sel(t_sel), .t_addr(t_addr), .t_data(t_data),
+        .engines_busy(busy), .t_wr(t_wr), .t_sel(t_sel), .t_addr(t_addr), .t_data(t_data),
         .ln_wr(rg_ln_wr), .ln_idx(rg_ln_idx), .ln_data(rg_ln_data), .ln_ack(ln_ack_rg),
 .st_rd(st_rd), .st_word(st_word), .st_hi(st_hi),
         .cc_rd(cc_rd), .bc_rd(bc_rd), .uc_rd(uc_rd),
-        .acl_raddr0(acl_raddr[7:0]), .acl_rdata0(acl_rdata[31:0]),
-        .acl_raddr1(acl_raddr[15:8]), .acl_rdata1(acl_rdata[63:32]));
+        .acl_raddr(acl_raddr), .acl_rdata(acl_rdata));
 
     wire        st_rd, st_hi, st_rvalid;
     wire [5:0]  st_word;
@@ -168,10 +168,15 @@ module fpga_core #(
         .cap0_valid(cap_v[0]), .cap0_data(cap_d[0]), .cap1_valid(cap_v[1]), .cap1_data(cap_d[1]),
         .req(pk_req), .m_data(pk_data), .m_valid(pk_valid), .m_last(pk_last), .m_ready(pk_go));
 
-    // ---------------- per receive port: queue, decision, builder ----------------
-    wire [7:0]  rxd [0:1];
-    wire        rxdv [0:1];
-    wire        rxer [0:1];
+    // ---------------- receive ports, decision core, commit units, builders ----------------
+    // Per port: the receive queue (MAC, parser, buffer, bundle and status FIFOs), a commit
+    // unit and a builder. One decision core with one copy of the tables serves both ports'
+    // queues in turn (round robin among the ports whose commit unit is free) and hands each
+    // decision to the frame's port's commit unit, which waits for the frame's status and its
+    // builder, commits the events and the learning and drives the builder.
+    wire [7:0] rxd [0:1];
+    wire       rxdv [0:1];
+    wire       rxer [0:1];
     assign rxd[0] = gmii0_rxd; assign rxdv[0] = gmii0_rx_dv; assign rxer[0] = gmii0_rx_er;
     assign rxd[1] = gmii1_rxd; assign rxdv[1] = gmii1_rx_dv; assign rxer[1] = gmii1_rx_er;
 
@@ -183,7 +188,7 @@ module fpga_core #(
         gre_max <= (mtu >= 16'd1532) ? 11'd1504 : (mtu > 16'd1500) ? mtu[10:0] - 11'd28 : 11'd1472;
 
     wire [1:0] b_req [0:1];
-    wire [1:0] a_go [0:1];       // engine g's cut-through action starts now, on egress 0 / 1
+    wire [1:0] a_go [0:1];       // port g's cut-through action starts now, on egress 0 / 1
     wire [7:0] b_data [0:1];
     wire       b_valid [0:1];
     wire       b_last [0:1];
@@ -196,25 +201,99 @@ module fpga_core #(
     assign lr_valid0 = lrv[0]; assign lr_idx0 = lri[0]; assign lr_mac0 = lrm[0]; assign lra[0] = lr_ack0;
     assign lr_valid1 = lrv[1]; assign lr_idx1 = lri[1]; assign lr_mac1 = lrm[1]; assign lra[1] = lr_ack1;
 
+    // the queue heads, {port 1, port 0} in each field
+    wire [1:0]  q_valid, q_soon, q_pop, q_free, q_vlan, q_is_ip, q_ip_hdr_ok;
+    wire [2*BUF_AW-1:0] q_start;
+    wire [95:0] q_dst, q_src;
+    wire [31:0] q_tci, q_sport, q_dport, q_totlen, q_len4, q_len8;
+    wire [15:0] q_proto, q_l4b4;
+    wire [63:0] q_sip, q_dip, q_l4w0;
+    wire [7:0]  q_ihl;
+
+    // ---- the decision core and its tables ----
+    wire [7:0]  c_raddr;
+    wire [31:0] ca_rdata, bk_rdata, mp_rdata, mt_rdata;
+    wire [3:0]  cm_rdata;
+    wire [53:0] ln_rdata;
+    wire [8:0]  bk_raddr;
+    wire [5:0]  mp_raddr;
+    wire [9:0]  mt_raddr;
+    wccp_bank_ram #(.AW(8), .DW(32), .RD_REG(0)) cache_addr (
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd0), .wr_addr(t_addr[7:0]),
+        .wr_data(t_data), .rd_addr(c_raddr), .rd_data(ca_rdata), .copy_start(copy_start),
+        .copy_busy(copy_busy[0]));
+    wccp_bank_ram #(.AW(8), .DW(4), .RD_REG(0)) cache_meth (
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
+        .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(copy_start),
+        .copy_busy(copy_busy[1]));
+    wccp_bank_ram #(.AW(9), .DW(32), .RD_REG(0)) bucket (
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd2), .wr_addr(t_addr[8:0]),
+        .wr_data(t_data), .rd_addr(bk_raddr), .rd_data(bk_rdata), .copy_start(copy_start),
+        .copy_busy(copy_busy[2]));
+    wccp_bank_ram #(.AW(6), .DW(32)) maskpos (
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd3), .wr_addr(t_addr[5:0]),
+        .wr_data(t_data), .rd_addr(mp_raddr), .rd_data(mp_rdata), .copy_start(copy_start),
+        .copy_busy(copy_busy[3]));
+    wccp_bank_ram #(.AW(10), .DW(32)) masktab (
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
+        .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(copy_start),
+        .copy_busy(copy_busy[4]));
+    wccp_ram #(.AW(8), .DW(54), .RD_REG(0)) learnt (
+        .clk(clk), .wr_en(ln_we), .wr_addr(ln_widx), .wr_data(ln_wdata),
+        .rd_addr(c_raddr), .rd_data(ln_rdata));
+
+    // the decision as handed to a commit unit (valid with its ho)
+    wire [1:0]  ho;
+    wire        d_drop, d_port;
+    wire [1:0]  d_kind;
+    wire [5:0]  d_hlen;
+    wire [10:0] d_src_off;
+    wire [47:0] d_dmac;
+    wire [15:0] d_csum, d_tl;
+    wire [31:0] d_cip, d_rh;
+    wire        p_ntr, p_fromc, p_unass, p_unkn, p_toobig, p_ret, p_l2, p_gre, p_retbad, p_slot,
+                p_cache, p_bucket;
+    wire [2:0]  d_slot_idx;
+    wire [4:0]  d_cache_idx;
+    wire [7:0]  d_bucket_idx;
+    // learning targets towards the commit units
+    wire        lt_valid, lt_port;
+    wire [7:0]  lt_idx;
+    wire [1:0]  lt_room, lt_pend;
+    wccp_decide #(.PEARSON(PEARSON)) decide (
+        .clk(clk), .rst(rst_dc), .hold(hold), .busy(busy),
+        .in_valid(q_valid), .in_ready(q_pop), .in_free(q_free), .in_soon(q_soon),
+        .in_dst_mac(q_dst), .in_src_mac(q_src), .in_vlan(q_vlan),
+        .in_is_ip(q_is_ip), .in_ip_hdr_ok(q_ip_hdr_ok), .in_proto(q_proto), .in_sip(q_sip),
+        .in_dip(q_dip), .in_sport(q_sport), .in_dport(q_dport), .in_totlen(q_totlen),
+        .in_ihl(q_ihl), .in_l4w0(q_l4w0), .in_l4b4(q_l4b4), .in_len4(q_len4), .in_len8(q_len8),
+        .active(active), .router_id(router_id), .mtu(mtu), .nh_mac(nh_mac),
+        .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
+        .c_raddr(c_raddr), .ca_rdata(ca_rdata), .cm_rdata(cm_rdata), .ln_rdata(ln_rdata),
+        .bk_raddr(bk_raddr), .bk_rdata(bk_rdata), .mp_raddr(mp_raddr), .mp_rdata(mp_rdata),
+        .mt_raddr(mt_raddr), .mt_rdata(mt_rdata), .acl_raddr(acl_raddr), .acl_rdata(acl_rdata),
+        .lr_valid(lt_valid), .lr_idx(lt_idx), .lr_port(lt_port), .lr_room(lt_room), .lpend(lt_pend),
+        .sf_ip_wr(t_wr && t_sel == 3'd0), .sf_ip_key(t_data), .sf_mac_wr(ln_we),
+        .sf_mac_key(ln_wdata[47:0]), .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),
+        .ho(ho), .d_drop(d_drop), .d_port(d_port), .d_kind(d_kind), .d_hlen(d_hlen), .d_src_off(d_src_off),
+        .d_dmac(d_dmac), .d_csum(d_csum), .d_cip(d_cip), .d_rh(d_rh), .d_tl(d_tl),
+        .p_ntr(p_ntr), .p_fromc(p_fromc), .p_unass(p_unass), .p_unkn(p_unkn), .p_toobig(p_toobig),
+        .p_ret(p_ret), .p_l2(p_l2), .p_gre(p_gre), .p_retbad(p_retbad), .p_slot(p_slot),
+        .p_cache(p_cache), .p_bucket(p_bucket), .d_slot_idx(d_slot_idx), .d_cache_idx(d_cache_idx),
+        .d_bucket_idx(d_bucket_idx));
+
     genvar g;
     generate
     for (g = 0; g < 2; g = g + 1) begin : port
-        wire        rst_rx, rst_dp, rst_bl;
+        wire        rst_rx, rst_cu, rst_bl;
         wccp_rst_buf rb_rx (.clk(clk), .d(rst), .q(rst_rx));   // receive MAC, parser, queue
-        wccp_rst_buf rb_dp (.clk(clk), .d(rst), .q(rst_dp));   // tables, decision engine
+        wccp_rst_buf rb_cu (.clk(clk), .d(rst), .q(rst_cu));   // commit unit
         wccp_rst_buf rb_bl (.clk(clk), .d(rst), .q(rst_bl));   // builder
-        wire [BUF_AW-1:0] buf_raddr, rel_ptr, q_start;
+        wire [BUF_AW-1:0] buf_raddr, rel_ptr;
         wire [7:0]  buf_rdata;
-        wire        q_valid, q_pop;
-        wire [47:0] q_dst, q_src;
-        wire        q_vlan, q_is_ip, q_ip_hdr_ok;
         // the frame's status (end of frame), one per bundle, in order
         wire        st_valid, st_pop, st_good, st_avail;
         wire [10:0] st_flen;
-        wire [15:0] q_tci, q_sport, q_dport, q_totlen, q_len4, q_len8;
-        wire [7:0]  q_proto, q_l4b4;
-        wire [31:0] q_sip, q_dip, q_l4w0;
-        wire [3:0]  q_ihl;
         wire [7:0]  m_data;
         wire        m_valid, m_last, m_good;
         wire [31:0] c_sip;
@@ -223,11 +302,14 @@ module fpga_core #(
         wccp_rxq #(.BUF_AW(BUF_AW)) rxq (
             .clk(clk), .rst(rst_rx), .gmii_rxd(rxd[g]), .gmii_rx_dv(rxdv[g]), .gmii_rx_er(rxer[g]),
             .buf_raddr(buf_raddr), .buf_rdata(buf_rdata), .rel_ptr(rel_ptr),
-            .q_valid(q_valid), .q_pop(q_pop), .q_start(q_start), .q_dst_mac(q_dst),
-            .q_src_mac(q_src), .q_vlan(q_vlan), .q_tci(q_tci), .q_is_ip(q_is_ip), .q_ip_hdr_ok(q_ip_hdr_ok),
-            .q_proto(q_proto), .q_sip(q_sip), .q_dip(q_dip), .q_sport(q_sport), .q_dport(q_dport),
-            .q_totlen(q_totlen), .q_ihl(q_ihl), .q_l4w0(q_l4w0), .q_l4b4(q_l4b4), .q_len4(q_len4),
-            .q_len8(q_len8), .st_valid(st_valid), .st_pop(st_pop), .st_good(st_good), .st_avail(st_avail),
+            .q_valid(q_valid[g]), .q_soon(q_soon[g]), .q_pop(q_pop[g]), .q_start(q_start[g*BUF_AW +: BUF_AW]),
+            .q_dst_mac(q_dst[g*48 +: 48]), .q_src_mac(q_src[g*48 +: 48]), .q_vlan(q_vlan[g]),
+            .q_tci(q_tci[g*16 +: 16]), .q_is_ip(q_is_ip[g]), .q_ip_hdr_ok(q_ip_hdr_ok[g]),
+            .q_proto(q_proto[g*8 +: 8]), .q_sip(q_sip[g*32 +: 32]), .q_dip(q_dip[g*32 +: 32]),
+            .q_sport(q_sport[g*16 +: 16]), .q_dport(q_dport[g*16 +: 16]), .q_totlen(q_totlen[g*16 +: 16]),
+            .q_ihl(q_ihl[g*4 +: 4]), .q_l4w0(q_l4w0[g*32 +: 32]), .q_l4b4(q_l4b4[g*8 +: 8]),
+            .q_len4(q_len4[g*16 +: 16]), .q_len8(q_len8[g*16 +: 16]),
+            .st_valid(st_valid), .st_pop(st_pop), .st_good(st_good), .st_avail(st_avail),
             .st_flen(st_flen), .m_data(m_data), .m_valid(m_valid), .m_last(m_last), .m_good(m_good),
             .ev_rx(ev_rx[g]), .ev_rx_len(ev_rx_len[g*12 +: 12]), .ev_drop(ev_drop[g*4 +: 4]));
         wccp_arpcap arpcap (
@@ -235,38 +317,6 @@ module fpga_core #(
             .s_good(m_good), .appl_mac(appl_mac), .cap_valid(cap_v[g]), .cap_sip(c_sip),
             .cap_mac(c_mac));
         assign cap_d[g] = {c_sip, c_mac};
-
-        // table copies for this engine
-        wire [7:0]  c_raddr;
-        wire [31:0] ca_rdata, bk_rdata, mp_rdata, mt_rdata;
-        wire [3:0]  cm_rdata;
-        wire [53:0] ln_rdata;
-        wire [8:0]  bk_raddr;
-        wire [5:0]  mp_raddr;
-        wire [9:0]  mt_raddr;
-        wccp_bank_ram #(.AW(8), .DW(32), .RD_REG(0)) cache_addr (
-            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd0), .wr_addr(t_addr[7:0]),
-            .wr_data(t_data), .rd_addr(c_raddr), .rd_data(ca_rdata), .copy_start(copy_start),
-            .copy_busy(copy_busy[g*5 + 0]));
-        wccp_bank_ram #(.AW(8), .DW(4), .RD_REG(0)) cache_meth (
-            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
-            .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(copy_start),
-            .copy_busy(copy_busy[g*5 + 1]));
-        wccp_bank_ram #(.AW(9), .DW(32), .RD_REG(0)) bucket (
-            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd2), .wr_addr(t_addr[8:0]),
-            .wr_data(t_data), .rd_addr(bk_raddr), .rd_data(bk_rdata), .copy_start(copy_start),
-            .copy_busy(copy_busy[g*5 + 2]));
-        wccp_bank_ram #(.AW(6), .DW(32)) maskpos (
-            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd3), .wr_addr(t_addr[5:0]),
-            .wr_data(t_data), .rd_addr(mp_raddr), .rd_data(mp_rdata), .copy_start(copy_start),
-            .copy_busy(copy_busy[g*5 + 3]));
-        wccp_bank_ram #(.AW(10), .DW(32)) masktab (
-            .clk(clk), .rst(rst_dp), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
-            .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(copy_start),
-            .copy_busy(copy_busy[g*5 + 4]));
-        wccp_ram #(.AW(8), .DW(54), .RD_REG(0)) learnt (
-            .clk(clk), .wr_en(ln_we), .wr_addr(ln_widx), .wr_data(ln_wdata),
-            .rd_addr(c_raddr), .rd_data(ln_rdata));
 
         wire        act_valid, act_ready, act_drop, act_port;
         wire [11:0] act_start;
@@ -280,24 +330,20 @@ module fpga_core #(
         wire [15:0] act_tci, act_tl, act_csum;
         wire [31:0] act_rid, act_cip, act_rh;
         wire [11:0] ev_b;
-        wccp_decide #(.PORT(g), .PEARSON(PEARSON)) decide (
-            .clk(clk), .rst(rst_dp), .hold(hold), .busy(busy[g]),
-            .in_valid(q_valid), .in_ready(q_pop), .in_start(q_start),
-            .in_dst_mac(q_dst), .in_src_mac(q_src), .in_vlan(q_vlan), .in_tci(q_tci),
-            .in_is_ip(q_is_ip), .in_ip_hdr_ok(q_ip_hdr_ok), .in_proto(q_proto), .in_sip(q_sip),
-            .in_dip(q_dip), .in_sport(q_sport), .in_dport(q_dport), .in_totlen(q_totlen),
-            .in_ihl(q_ihl), .in_l4w0(q_l4w0), .in_l4b4(q_l4b4), .in_len4(q_len4), .in_len8(q_len8),
+        wccp_commit #(.PORT(g)) cu (
+            .clk(clk), .rst(rst_cu), .free(q_free[g]), .take(q_pop[g]),
+            .q_start(q_start[g*BUF_AW +: BUF_AW]), .q_src_mac(q_src[g*48 +: 48]), .q_vlan(q_vlan[g]),
+            .q_tci(q_tci[g*16 +: 16]), .q_is_ip(q_is_ip[g]), .q_ip_hdr_ok(q_ip_hdr_ok[g]),
             .st_valid(st_valid), .st_pop(st_pop), .st_good(st_good), .st_avail(st_avail), .st_flen(st_flen),
-            .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu),
-            .nh_mac(nh_mac[(g ^ 1)*48 +: 48]), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc),
-            .grp_flags(grp_flags), .grp_ports(grp_ports),
-            .c_raddr(c_raddr), .ca_rdata(ca_rdata), .cm_rdata(cm_rdata), .ln_rdata(ln_rdata),
-            .bk_raddr(bk_raddr), .bk_rdata(bk_rdata), .mp_raddr(mp_raddr), .mp_rdata(mp_rdata),
-            .mt_raddr(mt_raddr), .mt_rdata(mt_rdata),
-            .acl_raddr(acl_raddr[g*8 +: 8]), .acl_rdata(acl_rdata[g*32 +: 32]),
+            .l_valid(lt_valid), .l_port(lt_port), .l_idx(lt_idx), .l_room(lt_room[g]), .l_pend(lt_pend[g]),
+            .ho(ho[g]), .d_drop(d_drop), .d_port(d_port), .d_kind(d_kind), .d_hlen(d_hlen),
+            .d_src_off(d_src_off), .d_dmac(d_dmac), .d_csum(d_csum), .d_cip(d_cip), .d_rh(d_rh),
+            .d_tl(d_tl), .p_ntr(p_ntr), .p_fromc(p_fromc), .p_unass(p_unass), .p_unkn(p_unkn),
+            .p_toobig(p_toobig), .p_ret(p_ret), .p_l2(p_l2), .p_gre(p_gre), .p_retbad(p_retbad),
+            .p_slot(p_slot), .p_cache(p_cache), .p_bucket(p_bucket), .d_slot_idx(d_slot_idx),
+            .d_cache_idx(d_cache_idx), .d_bucket_idx(d_bucket_idx), .appl_mac(appl_mac),
+            .router_id(router_id),
             .lr_valid(lrv[g]), .lr_idx(lri[g]), .lr_mac(lrm[g]), .lr_ack(lra[g]),
-            .sf_ip_wr(t_wr && t_sel == 3'd0), .sf_ip_key(t_data), .sf_mac_wr(ln_we),
-            .sf_mac_key(ln_wdata[47:0]), .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),
             .act_valid(act_valid), .act_ready(act_ready), .act_drop(act_drop), .act_port(act_port),
             .act_start(act_start), .act_flen(act_flen), .act_hlen(act_hlen), .act_kind(act_kind),
             .act_dmac(act_dmac), .act_smac(act_smac), .act_vlan(act_vlan), .act_tci(act_tci),
@@ -356,7 +402,7 @@ module fpga_core #(
     for (g = 0; g < 2; g = g + 1) begin : egress
         wire       gv, s_ready, done;
         wire [1:0] gsel;
-        // requests: a builder's, or its engine's act_go in the cycle before it (the builder
+        // requests: a builder's, or its commit unit's act_go in the cycle before it (the builder
         // takes that action in that cycle and raises its request with it: the arbiter holds
         // the grant; a request that comes later waits, so the owner is never one whose first
         // byte is due before it can be there)
@@ -388,7 +434,7 @@ module fpga_core #(
         // preamble), and is in its FIFO by then: 6 cycles after its request (fast start:
         // act_go, then the builder's issue in l2) or 5 (the builder's request with l2, its
         // issue after go). An idle arbiter grants any request in the next cycle; a builder
-        // that requests, or whose engine raised act_go, always sends a frame.
+        // that requests, or whose commit unit raised act_go, always sends a frame.
         always @(posedge clk) e_start <= !rst_e && (gv || rq != 3'd0);
         wccp_mac_tx mac_tx (
             .clk(clk), .rst(rst_e), .s_data(e_data), .s_valid(e_valid), .s_last(e_last),

@@ -164,7 +164,7 @@ module wccp_builder #(
     reg        ld, l2, go;
     // fast start: a cut-through action, not a drop, accepted with no fin in the register nor
     // taken in that cycle (so it cannot be skipped: a bad fin stomps it): its egress request
-    // goes out with the accept (registered: in ld; the engine's act_go has asked for the
+    // goes out with the accept (registered: in ld; the commit unit's act_go has asked for the
     // egress a cycle earlier still) and its first byte is issued in l2 (run from ld: hk,
     // hcnt, rd are loaded in ld; t_last is cleared in ld; tcnt is loaded in l2 already
     // counting that first issue: cps is one less)

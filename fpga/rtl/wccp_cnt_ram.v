@@ -1,4 +1,4 @@
-// Counter RAM (ECP5 DP16KD): read-modify-write increments from two decision engines and
+// Counter RAM (ECP5 DP16KD): read-modify-write increments from the two ports' commit units and
 // host reads through the register bus. Each word holds {bytes[31:0], frames[31:0]} (or
 // frames only when BYTES = 0). One operation every four cycles (RAM address and data from
 // registers); host reads first.
@@ -32,9 +32,9 @@ module wccp_cnt_ram #(
     reg          ph, ph_hi, drain;
     reg [AW-1:0] ph_idx;
 
-    // one small event queue per engine (registered head): events keep
+    // one small event queue per port (registered head): events keep
     // arriving while the RAM is cleared after reset (2**AW cycles) and wait there; one event
-    // per engine per frame (>= 84 cycles at line rate) fits 2**AW / 84 < 2**(AW-6) entries,
+    // per port per frame (>= 84 cycles at line rate) fits 2**AW / 84 < 2**(AW-6) entries,
     // the queue has 2**(AW-5) plus the head register
     localparam QAW = (AW >= 7) ? AW - 5 : 2;
     reg [AW+11:0] q0m [0:(1 << QAW) - 1];

@@ -1,75 +1,91 @@
-// Decision engine (one per receive port): takes a frame's parse bundle (issued by wccp_rxq
-// at the frame's header point, while the rest of the frame still arrives), learns cache
-// locations, recognises GRE return traffic, classifies against the service-group slots,
-// runs the hash (or mask) assignment and the cache resolution, and hands the builder an
-// action: which port, which header to prepend and which bytes of the received frame to
-// copy. The frame's status (good, whole IPv4 datagram received, length) follows on its own
-// channel at the frame end. Cut-through: when the decision is made before the status, the
-// action leaves at once (act_cut = 1: the builder starts sending while the frame still
-// arrives) and the status follows to the builder on the fin channel (fin_good: the frame is
-// good and, for anything but plain forwarding, its IPv4 datagram complete; fin_flen); when
-// the status came first, the action carries it (act_cut = 0). Either way the events and the
-// learning are committed only with the status: a bad frame is dropped (stomped by the
-// builder if its output had started; no events, no learning), a truncated IPv4 datagram
-// decided for plain forwarding is forwarded, one decided for a redirect, a decapsulation
-// or a drop is dropped (C_TRUNC). Tables are read from the live bank; `hold` (commit
-// pending) keeps it from starting a new frame so that a commit always falls between two
-// decisions.
+// Decision core, shared by both receive ports: takes a frame's parse bundle from either
+// port's queue (issued by wccp_rxq at the frame's header point, while the rest of the frame
+// still arrives), learns cache locations (as targets for the frame's commit unit), recognises
+// GRE return traffic, classifies against the service-group slots, runs the hash (or mask)
+// assignment and the cache resolution, and hands the decision to the frame's port's commit
+// unit (wccp_commit): which port, which header to prepend and which bytes of the received
+// frame to copy, with the events it raises. Everything that waits for the frame's end (its
+// status, the builder, cut-through or store-and-forward, the counters' events, the learning
+// writes) is the commit unit's; the core goes back to idle with the hand-off, so one core
+// decides the frames of both ports in turn.
 //
-// Why one file of this size: the engine is one state machine, and its parts (the bundle
-// latch, classification, the hash and mask lookups, the cache checks, learning, the action
-// and the status hand-over) are bound together by cycle contracts: each register's comment
-// says in which cycle after the latch it is valid and which state reads it first. Split over
-// modules those contracts would sit at port boundaries with nothing to check them; kept here
-// they are read and changed together. What depends on the configuration only is a module of
-// its own (wccp_decide_cfg), so is the cache-source prefilter (wccp_srcfilt) and the RFC 3074
-// mixing table (wccp_pearson.vh).
+// Taking a frame: round robin between the ports whose queue has a bundle and whose commit
+// unit is free (`in_free`: it holds no frame). A port has at most one frame between the take
+// and its commit (as its status FIFO holds the statuses in bundle order, the commit pops the
+// head). `sel` (a register) is the port whose queue head the bundle registers follow while
+// idle; the take is from `sel`. While a frame is decided `sel` turns to the other port if
+// that one has a bundle waiting, else stays on the frame's port; while idle it turns when
+// only the other port has one. Either way it also turns to a port whose bundle is on its way
+// (in_soon: a frame is arriving there) when the other port has none waiting or coming, so
+// that a frame reaching an idle core finds `sel` on its port (without the hint it would
+// wait a cycle). `prt` is the port of the frame being decided: it sets the
+// forwarding egress (prt ^ 1), the next hop, the learnt-location compare ("already this
+// frame's") and the commit unit that gets the learning targets and the decision.
+//
+// Hand-off (S_HO, one cycle, `ho` one-hot by port): every decision register (d_*, p_*, the
+// event indices) is stable, and so is the live configuration (busy is high); the commit
+// unit takes them in that cycle, acting on them at once (an action may leave with the edge
+// that ends S_HO), and keeps its own copies after it. The core reads no table and no
+// configuration for the frame after S_HO.
+//
+// Learning: a source-IP hit whose location is not already this frame's MAC and port is a
+// learning target; the scan hands its table index to the commit unit (lr_valid / lr_room:
+// a 16-entry list there) and goes on. The commit unit writes the targets once the frame's
+// status says it is good and complete, or drops them; the list has room for more targets
+// than any table holds of one address but for pathological ones (a cache address listed
+// more than 16 times), where the scan waits for room, i.e. for the frame's status (bounded by
+// one frame). busy stays high while a commit unit holds targets (`lpend`), so that a table
+// commit (which renumbers entries) never falls between a learning frame's decision and its
+// learning writes.
+//
+// `hold` (commit pending) keeps the core from taking a new frame so that a commit always
+// falls between two decisions.
+//
+// Why one file of this size: the core is one state machine, and its parts (the bundle
+// latch, classification, the hash and mask lookups, the cache checks, the learning scan and
+// the hand-off) are bound together by cycle contracts: each register's comment says in which
+// cycle after the latch it is valid and which state reads it first. Split over modules those
+// contracts would sit at port boundaries with nothing to check them; kept here they are read
+// and changed together. What depends on the configuration only is a module of its own
+// (wccp_decide_cfg), so is the cache-source prefilter (wccp_srcfilt), the RFC 3074 mixing
+// table (wccp_pearson.vh) and everything after the decision (wccp_commit).
 `timescale 1ns / 1ps
 `default_nettype none
 `include "wccp_regmap.vh"
 /* verilator lint_off UNUSEDSIGNAL */
 module wccp_decide #(
-    parameter PORT = 0,
     parameter PEARSON = 1       // 0: no RFC 3074 Pearson engine (GROUP_FLAGS_PEARSON ignored, S_PH unused)
 ) (
     input  wire          clk,
     input  wire          rst,
     input  wire          hold,
     output wire          busy,
-    // parse bundle
-    input  wire          in_valid,
-    output reg           in_ready,
-    input  wire [11:0]   in_start,
-    input  wire [47:0]   in_dst_mac,
-    input  wire [47:0]   in_src_mac,
-    input  wire          in_vlan,
-    input  wire [15:0]   in_tci,
-    input  wire          in_is_ip,
-    input  wire          in_ip_hdr_ok,   // the IPv4 header is valid (the datagram may be cut)
-    input  wire [7:0]    in_proto,
-    input  wire [31:0]   in_sip,
-    input  wire [31:0]   in_dip,
-    input  wire [15:0]   in_sport,
-    input  wire [15:0]   in_dport,
-    input  wire [15:0]   in_totlen,
-    input  wire [3:0]    in_ihl,
-    input  wire [31:0]   in_l4w0,
-    input  wire [7:0]    in_l4b4,
-    input  wire [15:0]   in_len4,
-    input  wire [15:0]   in_len8,
-    // the frame's status (FIFO head: always the status of the frame in the engine, once
-    // its bundle was taken; popped at the edge where st_valid and st_pop are high)
-    input  wire          st_valid,
-    output reg           st_pop,
-    input  wire          st_good,     // frame complete, FCS and size good, not overflowed
-    input  wire          st_avail,    // the whole IPv4 datagram was received
-    input  wire [10:0]   st_flen,     // bytes the frame occupies in the buffer
+    // parse bundles: the queue heads of receive ports 1 and 0, {port 1, port 0} in each field
+    input  wire [1:0]    in_valid,
+    output reg  [1:0]    in_ready,       // the take (registered): the source pops the head with it
+    input  wire [1:0]    in_free,        // the port's commit unit holds no frame
+    input  wire [1:0]    in_soon,        // a bundle is on its way (wccp_rxq: a frame arrives)
+    input  wire [95:0]   in_dst_mac,
+    input  wire [95:0]   in_src_mac,
+    input  wire [1:0]    in_vlan,
+    input  wire [1:0]    in_is_ip,
+    input  wire [1:0]    in_ip_hdr_ok,   // the IPv4 header is valid (the datagram may be cut)
+    input  wire [15:0]   in_proto,
+    input  wire [63:0]   in_sip,
+    input  wire [63:0]   in_dip,
+    input  wire [31:0]   in_sport,
+    input  wire [31:0]   in_dport,
+    input  wire [31:0]   in_totlen,
+    input  wire [7:0]    in_ihl,
+    input  wire [63:0]   in_l4w0,
+    input  wire [15:0]   in_l4b4,
+    input  wire [31:0]   in_len4,
+    input  wire [31:0]   in_len8,
     // live configuration
     input  wire          active,
     input  wire [31:0]   router_id,
-    input  wire [47:0]   appl_mac,
     input  wire [15:0]   mtu,
-    input  wire [47:0]   nh_mac,
+    input  wire [95:0]   nh_mac,         // next hop towards egress 1, egress 0 (0: keep the frame's)
     input  wire [255:0]  grp_ctrl,
     input  wire [255:0]  grp_svc,
     input  wire [255:0]  grp_flags,
@@ -88,86 +104,68 @@ module wccp_decide #(
     // live redirect-list words (wccp_regs: slot*32 + group word offset; 2-cycle read)
     output wire [7:0]    acl_raddr,
     input  wire [31:0]   acl_rdata,
-    // learning
+    // learning targets, to the commit unit of port lr_port (taken where lr_valid and its
+    // lr_room are high)
     output reg           lr_valid,
     output reg  [7:0]    lr_idx,
-    output reg  [47:0]   lr_mac,
-    input  wire          lr_ack,
+    output wire          lr_port,
+    input  wire [1:0]    lr_room,
+    input  wire [1:0]    lpend,       // commit unit p holds learning targets (busy)
     // writes of cache addresses (cache table) and learnt MACs, for the scan's prefilter
     input  wire          sf_ip_wr,
     input  wire [31:0]   sf_ip_key,
     input  wire          sf_mac_wr,
     input  wire [47:0]   sf_mac_key,
     input  wire          sf_l2_wr,    // a cache method with L2 return written
-    // action
-    output reg           act_valid,
-    input  wire          act_ready,
-    output reg           act_drop,
-    output reg           act_port,
-    output reg  [11:0]   act_start,
-    output reg  [10:0]   act_flen,
-    output reg  [5:0]    act_hlen,
-    output reg  [1:0]    act_kind,    // 0 copy, 1 L2 rewrite, 2 GRE, 3 decap (header fields below)
-    output reg  [47:0]   act_dmac,
-    output reg  [47:0]   act_smac,
-    output reg           act_vlan,
-    output reg  [15:0]   act_tci,
-    output reg  [15:0]   act_tl,
-    output reg  [15:0]   act_csum,
-    output reg  [31:0]   act_rid,
-    output reg  [31:0]   act_cip,
-    output reg  [31:0]   act_rh,
-    output reg  [10:0]   act_src_off,
-    output reg           act_cut,     // cut-through: flen and status follow on the fin channel
-    // with a cut-through action's first act_valid cycle (not a drop): its egress port, one-hot.
-    // The builder is idle then (the engine cuts through only then), so it takes the action in
-    // that cycle and sends it (it is never skipped): the egress MAC may start its preamble
-    // (fpga_core) before the builder's own request
-    output reg  [1:0]    act_go,
-    input  wire          out_idle,    // the builder is idle (nothing of an earlier frame left)
-    // the status of a cut-through action's frame, after the action was taken
-    output reg           fin_valid,
-    input  wire          fin_ready,
-    output reg           fin_good,    // good, and complete unless the action is plain forwarding
-    output reg  [10:0]   fin_flen,
-    // events (one-cycle pulses)
-    output reg  [11:0]   ev_cause,    // see CAUSE_* below
-    output reg           ev_slot,
-    output reg           ev_cache,
-    output reg           ev_bucket,
-    output reg  [2:0]    ev_slot_idx,
-    output reg  [4:0]    ev_cache_idx,
-    output reg  [7:0]    ev_bucket_idx,
-    output reg  [11:0]   ev_bytes
+    // hand-off to the commit unit of the frame's port: ho[p] is S_HO for a frame of port p;
+    // the decision's registers below are valid then (and until the next frame's S_DEC)
+    output reg  [1:0]    ho,
+    output reg           d_drop,      // drop (a bad GRE return, a closed slot's unassigned frame)
+    output reg           d_port,      // egress
+    output reg  [1:0]    d_kind,      // 0 copy, 1 L2 rewrite, 2 GRE, 3 decap
+    output reg  [5:0]    d_hlen,
+    output reg  [10:0]   d_src_off,   // the builder copies from here to the frame end
+    output reg  [47:0]   d_dmac,      // L2 rewrite, GRE, decap: destination MAC
+    output reg  [15:0]   d_csum,      // GRE: outer header checksum, cache address, redirect header
+    output reg  [31:0]   d_cip,
+    output reg  [31:0]   d_rh,
+    output wire [15:0]   d_tl,        // GRE: outer total length
+    // the decision's events (counted by the commit unit if the status says the decision stands)
+    output reg           p_ntr,       // IPv4 while active: not redirectable if the status says so
+    output reg           p_fromc,
+    output reg           p_unass,
+    output reg           p_unkn,
+    output reg           p_toobig,
+    output reg           p_ret,
+    output reg           p_l2,
+    output reg           p_gre,
+    output reg           p_retbad,
+    output reg           p_slot,
+    output reg           p_cache,
+    output reg           p_bucket,
+    output wire [2:0]    d_slot_idx,
+    output wire [4:0]    d_cache_idx,
+    output wire [7:0]    d_bucket_idx
 );
-    localparam C_NOTRED = 0, C_FROMC = 1, C_UNASS = 2, C_UNKN = 3, C_TOOBIG = 4, C_RET = 5,
-               C_L2 = 6, C_GRE = 7, C_LEARN = 8, C_RETBAD = 9, C_TRUNC = 10, C_CLOSED = 11;
-
     // ------------------------------------------------------------------------------------
     // Every state does little: compares are registered before they steer the state machine,
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
     // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
     // entry after the hit). Decision time is about 20 + (cache entries of all slots) cycles
-    // for a frame from a cache, and a constant 9 (not IPv4, or no slot) to 14 (hash redirect,
-    // L2 or GRE, cut-through; 15 when it waits in S_WST; 25 for a mask redirect found in the
-    // first set, cut-through) cycles from the take to act_valid for a client's frame, whose scan the
-    // prefilter ends at once. A client's hash redirect, in cycles after the take: S_DEC 7,
-    // S_H, S_B1 9 (the primary bucket word, on the bucket table's 2-cycle read: the cache
-    // address from its byte), S_B1L 10 (its flags), S_CW2, S_CK 12 (the cache's words, on
-    // the cache tables' 2-cycle reads), S_C 13 (the chosen cache's flags, the action fields
-    // and the GRE checksum; the action leaves from here when it can cut through), act_valid
-    // 14. An alternate bucket adds 2 (S_B2L 11, S_CW1 .. S_C 15), each further mask set 13.
+    // for a frame from a cache, and a constant 8 (not IPv4, or no slot) to 14 (hash redirect,
+    // L2 or GRE; 25 for a mask redirect found in the first set) cycles from the take to S_HO
+    // (the action can leave with the edge that ends it) for a client's frame, whose scan the
+    // prefilter ends at once. A client's hash redirect,
+    // in cycles after the take: S_DEC 7, S_H, S_B1 9 (the primary bucket word, on the bucket
+    // table's 2-cycle read: the cache address from its byte), S_B1L 10 (its flags), S_CW2,
+    // S_CK 12 (the cache's words, on the cache tables' 2-cycle reads), S_C 13 (the chosen
+    // cache's flags, the action fields and the GRE checksum), S_HO 14. An alternate bucket
+    // adds 2 (S_B2L 11, S_CW1 .. S_C 15), each further mask set 13.
     // Values that only depend on the latched bundle, the configuration or other registers
     // are registered every cycle (no enable); the outcome of each decision step is a
     // registered flag, so that next-state logic and enables are a state bit and a flag.
-    // Where a decision ends, the engine waits in S_WST until it has the frame's status
-    // (latched from the status channel by its own small state, at any time after the take,
-    // also during the scan); S_WST's last cycle (commit) builds the action from the
-    // decision's registered fields and the registered status flags, and the action, the
-    // events and the status pop follow together (act_valid 3 cycles after st_valid when the
-    // decision was made first; when the status was there first, S_WST takes one cycle
-    // before act_valid). A learn hit in the scan waits for the status too
-    // (the learning request is only raised for a good, complete frame).
+    // Where a decision ends, the core hands it to the frame's commit unit (S_HO) and goes
+    // back to idle.
     // ------------------------------------------------------------------------------------
     localparam integer
         S_IDLE = 0,
@@ -194,35 +192,67 @@ module wccp_decide #(
         S_CW1 = 21,
         S_CW2 = 22,
         S_C = 23,
-        S_OUT = 24,
-        S_B1L = 25,
-        S_B2L = 26,
-        S_M2L = 27,
-        S_MA2B = 28,
-        S_CK = 29,
-        S_WST = 30,
-        S_CA = 31,
-        S_CW = 32,
-        S_FIN = 33,
-        S_PH = 34;
-    localparam integer NS = 35;
+        S_B1L = 24,
+        S_B2L = 25,
+        S_M2L = 26,
+        S_MA2B = 27,
+        S_CK = 28,
+        S_HO = 29,
+        S_PH = 30;
+    localparam integer NS = 31;
     // one-hot state (next state written out per bit below)
     reg [NS-1:0] state;
     reg [NS-1:0] nx;
-    // busy (towards the commit logic): deciding. Once the decision is made (S_WST, S_OUT) the
-    // engine reads no table and no configuration any more (what the action and the events
-    // still need is registered, see wt below), so a commit may switch banks while it waits
-    // for the frame's status; otherwise a commit would wait for the end of a long frame.
-    // The cut-through states (S_CA: action offered, S_CW: waiting for the status, S_FIN: fin
-    // offered) are past the decision too.
-    assign busy = !(state[S_IDLE] || state[S_WST] || state[S_OUT] || state[S_CA] || state[S_CW] ||
-                    state[S_FIN]);
+    // busy (towards the configuration commit, wccp_regs): deciding, up to and including the
+    // hand-off, or a commit unit holds learning targets (table indices of this
+    // configuration). A commit unit waiting for its frame's status or its builder reads no
+    // table and no configuration (it holds its own copies), so a commit may switch banks
+    // then; otherwise a commit would wait for the end of a long frame.
+    assign busy = !state[S_IDLE] || (|lpend);
+
+    // ---- which port's frame: the queue heads' multiplexer, the take ----
+    reg        sel, prt;
+    wire [1:0] elig = in_valid & in_free;
+    wire [1:0] want = (in_valid | in_soon) & in_free;     // a bundle waiting or on its way
+    wire       take = state[S_IDLE] && !hold && (sel ? elig[1] : elig[0]);
+    assign lr_port = prt;
+    wire [47:0] b_dst = sel ? in_dst_mac[95:48] : in_dst_mac[47:0];
+    wire [47:0] b_src = sel ? in_src_mac[95:48] : in_src_mac[47:0];
+    wire        b_vlan = sel ? in_vlan[1] : in_vlan[0];
+    wire        b_is_ip = sel ? in_is_ip[1] : in_is_ip[0];
+    wire        b_ip_hdr_ok = sel ? in_ip_hdr_ok[1] : in_ip_hdr_ok[0];
+    wire [7:0]  b_proto = sel ? in_proto[15:8] : in_proto[7:0];
+    wire [31:0] b_sip = sel ? in_sip[63:32] : in_sip[31:0];
+    wire [31:0] b_dip = sel ? in_dip[63:32] : in_dip[31:0];
+    wire [15:0] b_sport = sel ? in_sport[31:16] : in_sport[15:0];
+    wire [15:0] b_dport = sel ? in_dport[31:16] : in_dport[15:0];
+    wire [15:0] b_totlen = sel ? in_totlen[31:16] : in_totlen[15:0];
+    wire [3:0]  b_ihl = sel ? in_ihl[7:4] : in_ihl[3:0];
+    wire [31:0] b_l4w0 = sel ? in_l4w0[63:32] : in_l4w0[31:0];
+    wire [7:0]  b_l4b4 = sel ? in_l4b4[15:8] : in_l4b4[7:0];
+    wire [15:0] b_len4 = sel ? in_len4[31:16] : in_len4[15:0];
+    wire [15:0] b_len8 = sel ? in_len8[31:16] : in_len8[15:0];
+    always @(posedge clk) begin
+        if (take) prt <= sel;
+        if (rst) begin
+            sel <= 1'b0;
+        end else if (state[S_IDLE]) begin
+            // idle: to the other port when only that one has a bundle, or only that one has
+            // one waiting or coming (not while taking)
+            if (!take && !(sel ? elig[1] : elig[0]) &&
+                ((sel ? elig[0] : elig[1]) || ((sel ? want[0] : want[1]) && !(sel ? want[1] : want[0]))))
+                sel <= !sel;
+        end else begin
+            // deciding: the other port next if it has a bundle waiting, or if only it has one
+            // coming, else this one
+            sel <= ((prt ? elig[0] : elig[1]) || ((prt ? want[0] : want[1]) && !(prt ? want[1] : want[0]))) ?
+                   !prt : prt;
+        end
+    end
 
     // latched bundle
-    reg [11:0] f_start;
     reg [47:0] f_dst, f_src;
     reg        f_vlan;
-    reg [15:0] f_tci;
     reg        f_is_ip, f_ip_hdr_ok;
     reg [7:0]  f_proto;
     reg [31:0] f_sip, f_dip;
@@ -239,14 +269,13 @@ module wccp_decide #(
     always @(posedge clk) begin
         idle_f <= !rst && nx[S_IDLE];
         if (idle_f) begin
-            f_dst <= in_dst_mac; f_src <= in_src_mac; f_sip <= in_sip; f_dip <= in_dip;
+            f_dst <= b_dst; f_src <= b_src; f_sip <= b_sip; f_dip <= b_dip;
         end
         if (state[S_IDLE]) begin
-            f_start <= in_start;
-            f_vlan <= in_vlan; f_tci <= in_tci; f_is_ip <= in_is_ip; f_ip_hdr_ok <= in_ip_hdr_ok;
-            f_proto <= in_proto; f_sport <= in_sport;
-            f_dport <= in_dport; f_totlen <= in_totlen; f_ihl <= in_ihl; f_l4w0 <= in_l4w0;
-            f_l4b4 <= in_l4b4; f_len4 <= in_len4; f_len8 <= in_len8;
+            f_vlan <= b_vlan; f_is_ip <= b_is_ip; f_ip_hdr_ok <= b_ip_hdr_ok;
+            f_proto <= b_proto; f_sport <= b_sport;
+            f_dport <= b_dport; f_totlen <= b_totlen; f_ihl <= b_ihl; f_l4w0 <= b_l4w0;
+            f_l4b4 <= b_l4b4; f_len4 <= b_len4; f_len8 <= b_len8;
         end
     end
 
@@ -255,7 +284,7 @@ module wccp_decide #(
     wire [31:0] c_nacl;
     reg  [7:0]  a_rej;           // per slot: its redirect-list refused this frame (see the scan)
 
-    // registers that depend on the configuration only, this engine's own copy
+    // registers that depend on the configuration only
     wccp_decide_cfg cfg (
         .acl(c_hasacl), .nacl(c_nacl),
         .clk(clk), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .mtu(mtu),
@@ -335,6 +364,7 @@ module wccp_decide #(
     reg         r_fromc, r_dyn;
     reg  [7:0]  r_svcid;
     reg  [47:0] r_decmac;
+    reg  [47:0] nh_p;
     reg  [3:0]  nh_nz4;
     reg         nh_nz;
 
@@ -356,14 +386,8 @@ module wccp_decide #(
     wire [5:0]  c_hlen;
     wire [1:0]  c_kind;
     wire [10:0] c_src_off;
-    // the decision's action fields (S_DEC, S_C): the cut-through action, or the action at the
-    // commit when the status came first (the builder copies from d_src_off to the frame end)
-    reg        d_drop, d_port;
-    reg [1:0]  d_kind;
-    reg [5:0]  d_hlen;
-    reg [10:0] d_src_off;
-    // anything but plain forwarding (a truncated datagram is then dropped)
-    wire       d_redir = d_drop || d_kind[0] || d_kind[1];
+    // the decision's action fields (S_DEC, S_C; d_* among the ports): the decided action
+    // (the builder copies from d_src_off to the frame end)
 
     // ---- mask index: the 96-bit key and 7 bit positions, two stages ----
     wire [95:0] key96 = {f_sip, f_dip, f_sport, f_dport};
@@ -436,7 +460,7 @@ module wccp_decide #(
         for (kq = 0; kq < 8; kq = kq + 1)
             mac_q[kq] <= (ln_s[kq*6 +: 6] == f_src[kq*6 +: 6]);
         mac_ok <= (cm_s == `WCCP_RET_L2) && ln_s[52];
-        ln_here <= ln_s[52] && ln_s[53] && (ln_s[51:48] == PORT[3:0]);
+        ln_here <= ln_s[52] && ln_s[53] && (ln_s[51:48] == {3'd0, prt});
     end
 
     reg [2:0] mset;
@@ -547,13 +571,13 @@ module wccp_decide #(
     always @(posedge clk) begin
         for (cs = 0; cs < 8; cs = cs + 1) begin
             // the slot's port: loaded from the queue head while idle (like the bundle
-            // registers, with the live configuration: a commit lands while the engine is
+            // registers, with the live configuration: a commit lands while the core is
             // idle and held), so it is valid with the latch. It is taken from the head's
             // first L4 word as stored, without the TCP/UDP check that in_sport / in_dport
             // apply (that flag would fan out to all 8 slots): for a frame that is not TCP or
             // UDP the port is 0 (c_pz below), which fails a slot that needs a port whatever
             // c_pm says
-            if (state[S_IDLE]) c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? in_l4w0[31:16] : in_l4w0[15:0];
+            if (state[S_IDLE]) c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? b_l4w0[31:16] : b_l4w0[15:0];
             for (cj = 0; cj < 8; cj = cj + 1) begin
                 c_peqh[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 + 8 +: 8] == c_port[cs*16 + 8 +: 8]);
                 c_peql[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 8] == c_port[cs*16 +: 8]);
@@ -604,16 +628,18 @@ module wccp_decide #(
 
         gre_tl_r <= f_totlen + 16'd28;
         r_toobig <= d_mtu_tl[16];                // gre_tl_r > mtu
+        // the next hop towards the frame's egress (prt ^ 1), valid 4 cycles after the take
+        nh_p <= prt ? nh_mac[47:0] : nh_mac[95:48];
         for (kc = 0; kc < 4; kc = kc + 1)
-            nh_nz4[kc] <= |nh_mac[kc*12 +: 12];
+            nh_nz4[kc] <= |nh_p[kc*12 +: 12];
         nh_nz <= |nh_nz4;
-        r_decmac <= nh_nz ? nh_mac : f_dst;
+        r_decmac <= nh_nz ? nh_p : f_dst;
 
         if (state[S_IDLE]) begin        // from the queue head, valid with the latch
-            h_sip <= fold32(in_sip);
-            h_dip <= fold32(in_dip);
-            h_sp <= in_sport[15:8] ^ in_sport[7:0];
-            h_dp <= in_dport[15:8] ^ in_dport[7:0];
+            h_sip <= fold32(b_sip);
+            h_dip <= fold32(b_dip);
+            h_sp <= b_sport[15:8] ^ b_sport[7:0];
+            h_dp <= b_dport[15:8] ^ b_dport[7:0];
         end
         // (PEARSON = 0: no path from the Pearson engine, which synthesis then removes)
         pb <= (PEARSON != 0 && p_pear) ? ph_p :
@@ -636,7 +662,9 @@ module wccp_decide #(
         // there) and the first byte and empties the second stage; the byte and its two
         // enables are registers (ph_j counts the next byte). ph_p is final after 24 cycles,
         // ph_a after 25; pb / ab a cycle later: S_PH lasts PH_CYCLES so that pb is stable in
-        // the cycle before S_DEC and ab in S_DEC, as they are for the WCCP hash.
+        // the cycle before S_DEC and ab in S_DEC, as they are for the WCCP hash. Both stay
+        // final until the next frame's S_PRE2 (ph_j stops at 12): pb is the bucket index that
+        // S_HO hands over.
         if (state[S_PRE2]) begin
             ph_p <= {5'd0, p_kf[0], 2'd0} + {5'd0, p_kf[1], 2'd0} + {6'd0, p_kf[2], 1'd0} + {6'd0, p_kf[3], 1'd0};
             ph_a <= {5'd0, m_flags[8], 2'd0} + {5'd0, m_flags[9], 2'd0} + {6'd0, m_flags[10], 1'd0} +
@@ -657,7 +685,7 @@ module wccp_decide #(
             ph_odd <= !ph_odd;
             ph_n <= ph_n + 5'd1;
             if (ph_odd) begin
-                ph_j <= ph_j + 4'd1;
+                if (ph_more) ph_j <= ph_j + 4'd1;      // stops at 12: the hashes stay final
                 ph_b <= ph_byte(ph_j);
                 ph_ep <= ph_more && p_kf[ph_field(ph_j)];
                 ph_ea <= ph_more && m_flags[{3'd2, ph_field(ph_j)}];     // 8 + field
@@ -739,7 +767,7 @@ module wccp_decide #(
         // halves, inverted): the constant part (router ID, protocol words, total length)
         // folded to 16 bits early (cs_k, 5 cycles after the latch); the address halves' sum
         // folded (cs_a) every cycle from the cache table's read data (the chosen cache's
-        // address in S_CK), added to cs_k and folded in S_C, where act_csum takes it. A fold
+        // address in S_CK), added to cs_k and folded in S_C, where d_csum takes it. A fold
         // r = s0[15:0] + s0[16] (s0 = a + b) is taken as s0[16] ? s1 : s0 with s1 = a + b + 1
         // (one carry chain and a mux); with cs_k nonzero the result is the same as a fold of
         // the whole sum (never 0x0000: 0xFFFF for a multiple of 0xFFFF).
@@ -753,62 +781,23 @@ module wccp_decide #(
     // sampled with the bundle (idle), answered in the scan's second issue cycle (the first
     // S_SCAN cycle, sf_chk): a "no" ends the scan at once (the issue stops, the entry already
     // issued from slot 0 is dropped: it cannot hit, that is what "no" means), so a client's
-    // frame is decided in constant time, whatever the number of caches. Table writes reach the live bank only through a commit,
-    // learnt MACs a cycle after their write: a learn by the other engine while this frame is
-    // decided may or may not be seen, as before (the scan could read that entry before the
-    // write as well).
+    // frame is decided in constant time, whatever the number of caches. Table writes reach
+    // the live bank only through a commit, learnt MACs a cycle after their write: a learning
+    // write of another frame's commit unit while this frame is decided may or may not be
+    // seen (the scan could read that entry before the write as well).
     wire sf_maybe;
     reg  sf_chk;
     always @(posedge clk) sf_chk <= state[S_C3];
     wccp_srcfilt sf (
         .clk(clk), .ip_wr(sf_ip_wr), .ip_key(sf_ip_key), .mac_wr(sf_mac_wr), .mac_key(sf_mac_key),
-        .l2_wr(sf_l2_wr), .q_en(idle_f), .q_ip(in_sip), .q_mac(in_src_mac), .maybe(sf_maybe));
+        .l2_wr(sf_l2_wr), .q_en(idle_f), .q_ip(b_sip), .q_mac(b_src), .maybe(sf_maybe));
     wire sf_none = sf_chk && !sf_maybe;
 
-    // ---- the frame's status ----
-    // The status FIFO's head is this frame's status from the take on (the previous frame's
-    // was popped at its commit). s_want (from S_C1 until st_valid is seen) latches it, as the
-    // registered flags everything after uses: s_have (known), s_ok (good, and the whole
-    // datagram received where the decision used the IPv4 header: the decision's action),
-    // s_nok (the other cases: bad, or a truncated IPv4 datagram), s_bad (bad: drop), s_nr
-    // (good, and not a whole datagram with a valid header: an IPv4 frame is not
-    // redirectable) and the frame length. The header terms use f_is_ip / f_ip_hdr_ok
-    // directly (loaded at the take, valid in S_C1). All are valid the cycle after the latch
-    // (s_have's) and stable until the next take; they are not read before the scan (learning)
-    // and S_WST. s_rdy (s_have a cycle later) ends S_WST (or S_CW).
-    wire       take = in_valid && !hold && !in_ready;
-    reg        s_want, s_have, s_rdy, s_ok, s_nok, s_bad, s_nr;
-    reg [10:0] l_flen;
-    wire       st_full = st_good && (st_avail || !(f_is_ip && f_ip_hdr_ok));
-    // cut-through when the decision is made: the status is not latched (one arriving in that
-    // very cycle still goes with the cut action's fin: correct either way) and the builder is
-    // idle (registered: only this engine's action makes it busy). A frame that would wait
-    // for the builder waits for its status instead (store-and-forward: a bad frame is then
-    // skipped, not stomped).
-    reg        o_idle;
-    always @(posedge clk) o_idle <= out_idle;
-    wire       cut_go = !s_have && o_idle;
-    // S_C cuts through straight away (its decision: the chosen cache, or forwarding)
-    wire       c_cut = state[S_C] && cut_go;
-    always @(posedge clk) begin
-        if (s_want) begin
-            s_have <= st_valid;
-            s_ok <= st_valid && st_full;
-            s_nok <= st_valid && !st_full;
-            s_bad <= !st_good;
-            s_nr <= st_good && !(st_avail && f_ip_hdr_ok);
-            l_flen <= st_flen;
-        end
-        s_want <= !rst && ((state[S_IDLE] && take) || (s_want && !st_valid));
-        s_rdy <= s_have;
-    end
-
     // ---- scan: issue state, in-flight entries, hits ----
-    // A learn hit (learn_r) waits for the status (lw): a good, complete frame raises the
-    // learning request; otherwise the learn is dropped (ldisc) and the scan resumes as after
-    // an acknowledge (the decision of such a frame is replaced at the commit).
-    reg  lw, ldisc;
-    wire l_hit = learn_r || lw;
+    // A learn hit (learn_r) becomes a learning target: its index goes to the frame's commit
+    // unit (lr_valid until there is room in its list: lr_ack), then the scan resumes after
+    // the hit. The commit unit writes the targets if the frame's status is good and complete.
+    wire lr_ack = lr_valid && lr_room[prt];
     always @(posedge clk) begin
         if (iss_ld) begin
             {iss_slot, iss_idx, iss_left, iss_nsh, iss_last} <= t4_s;
@@ -832,10 +821,7 @@ module wccp_decide #(
         for (ks = 0; ks < 8; ks = ks + 1) begin
             fcm[ks] <= !state[S_C1] && (fcm[ks] || ((learn_r || mhit_r || khit_r) && t5_oh[ks]));
         end
-        if (learn_r) begin
-            lr_idx <= t5_a;
-            lr_mac <= f_src;
-        end
+        if (learn_r) lr_idx <= t5_a;
         if (rst) begin
             iss_on <= 1'b0;
             iss_ld <= 1'b0;
@@ -843,21 +829,16 @@ module wccp_decide #(
             mhit_r <= 1'b0;
             khit_r <= 1'b0;
             lr_valid <= 1'b0;
-            lw <= 1'b0;
-            ldisc <= 1'b0;
             t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
         end else begin
-            // a learn hit: stop, drop what is in flight, resume after the hit once acknowledged
-            // (or once the status has discarded the learn)
-            // a source-IP hit learns (stops the scan, waits for the status) only where the
-            // location differs from this frame's (a steady cache's frames go on: cut-through)
+            // a learn hit: stop, drop what is in flight, resume after the hit once its index
+            // is in the commit unit's list; a source-IP hit learns only where the location
+            // differs from this frame's (a steady cache's frames go on without a stop)
             learn_r <= !learn_r && t4_v && (&ip_q) && !(ln_here && (&mac_q));
             khit_r <= !learn_r && t4_v && (&ip_q) && ln_here && (&mac_q);
             mhit_r <= !learn_r && t4_v && mac_ok && (&mac_q);
             iss_ld <= state[S_C1] || (!learn_r && t4_v && (&ip_q) && !(ln_here && (&mac_q)));
-            lw <= l_hit && !s_have;
-            lr_valid <= (l_hit && s_ok) || (lr_valid && !lr_ack);
-            ldisc <= l_hit && s_nok;
+            lr_valid <= learn_r || (lr_valid && !lr_ack);
             if (learn_r) begin
                 iss_on <= 1'b0;
                 t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
@@ -866,15 +847,14 @@ module wccp_decide #(
                 // disabled) (no scan in flight and no learn pending in S_C2)
                 // a "no" from the prefilter ends the scan at once: nothing issued or in
                 // flight can hit (no learn is pending then: the scan starts in S_C2)
-                iss_on <= (state[S_C2] && f_ip_hdr_ok) || (lr_valid && lr_ack) || ldisc ||
+                iss_on <= (state[S_C2] && f_ip_hdr_ok) || lr_ack ||
                           (iss_on && !(iss_left[6] && iss_last) && !sf_none);
                 t0_v <= iss_on && !iss_left[6] && !sf_none;
                 t1_v <= t0_v && !sf_none; t2_v <= t1_v && !sf_none; t3_v <= t2_v && !sf_none;
                 t4_v <= t3_v && !sf_none; t5_v <= t4_v && !sf_none;
             end
         end
-        scan_idle <= !(lr_valid || lw || ldisc || iss_on || t0_v || t1_v || t2_v || t3_v || t4_v ||
-                       t5_v);
+        scan_idle <= !(lr_valid || iss_on || t0_v || t1_v || t2_v || t3_v || t4_v || t5_v);
     end
 
     // ---- redirect-list (ACL) scan ----
@@ -957,9 +937,8 @@ module wccp_decide #(
     // ---- next state ----
     always @(*) begin
         nx = {NS{1'b0}};
-        nx[S_IDLE] = (state[S_IDLE] && !take) || (state[S_OUT] && act_valid && act_ready) ||
-                     (state[S_FIN] && fin_valid && fin_ready);
-        nx[S_C1]   = state[S_IDLE] && take;
+        nx[S_IDLE] = (state[S_IDLE] && !take) || state[S_HO];
+        nx[S_C1]   = take;
         nx[S_C2]   = state[S_C1];
         nx[S_C3]   = state[S_C2];
         // scan_idle lags a cycle: the scan is running (or not started) in S_C3
@@ -993,29 +972,14 @@ module wccp_decide #(
         nx[S_M2L]  = state[S_M2];
         // the cache: address from the table byte's state (the primary bucket's from S_B1:
         // S_B1L skips S_CW1), its words in S_CK (2-cycle reads), flags in S_C (an index past
-        // the count too); the GRE checksum is ready in S_C as well, where the action leaves
-        // (c_cut) or waits in S_WST
+        // the count too); the GRE checksum is ready in S_C as well, the last decision state
         nx[S_CW1]  = (state[S_B2L] && !ab_ff) || (state[S_M2L] && !mt_ff);
         nx[S_CW2]  = state[S_CW1] || (state[S_B1L] && !byte_pb[7]);
         nx[S_CK]   = state[S_CW2];
         nx[S_C]    = state[S_CK];
-        // the decision is made (S_WST's first cycle). The status is there (s_rdy): commit, the
-        // action carries it (S_OUT). It is not, nor coming (cut_go): cut-through, the action
-        // leaves now (S_CA), the status follows (S_CW: commit) on the fin channel (S_FIN).
-        // It is being latched: wait for s_rdy (at most two cycles).
-        // S_C (a cache was chosen) cuts through at once when it can (c_cut: the action is
-        // loaded from S_C's own fields as it leaves S_C, see ca), else it waits in S_WST.
-        nx[S_WST]  = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
-                     (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) ||
-                     (state[S_C] && !cut_go) ||
-                     (state[S_WST] && !s_rdy && !cut_go);
-        // act_valid is high throughout S_OUT
-        nx[S_OUT]  = (state[S_WST] && s_rdy) || (state[S_OUT] && !(act_valid && act_ready));
-        // act_valid is high throughout S_CA (the action's fields are loaded in S_WST's last
-        // cycle already, or in S_C's, see ca)
-        nx[S_CA]   = (state[S_WST] && !s_rdy && cut_go) || c_cut || (state[S_CA] && !(act_valid && act_ready));
-        nx[S_CW]   = (state[S_CA] && act_valid && act_ready) || (state[S_CW] && !s_rdy);
-        nx[S_FIN]  = (state[S_CW] && s_rdy) || (state[S_FIN] && !(fin_valid && fin_ready));
+        // the decision is made: hand-off
+        nx[S_HO]   = (state[S_DEC] && x_out) || (state[S_B1L] && pb_ff) ||
+                     (state[S_B2L] && ab_ff) || (state[S_M2L] && mt_ff && !m_more) || state[S_C];
         // the redirect-list scan (a_scan, a_next: outside the state vector, which is all zero
         // meanwhile): S_PRE goes to it instead of S_PRE2 when the first matching slot has a
         // redirect-list; a permit goes on to S_PRE2 (the slot stands), a refusal through
@@ -1025,39 +989,22 @@ module wccp_decide #(
         nx[S_PRE]  = nx[S_PRE] || a_next;
     end
 
-    // the commit: S_WST's last cycle (the action, its events and the status pop follow) or,
-    // cut-through, S_CW's (the events, the status pop and the fin follow)
-    wire commit = (state[S_WST] || state[S_CW]) && s_rdy;
-    // waiting for the status or the builder (S_WST, S_OUT, S_CA, S_CW, S_FIN): registers that
-    // follow the configuration keep the values of the decision's last cycle
-    wire wt = state[S_WST] || state[S_OUT] || state[S_CA] || state[S_CW] || state[S_FIN];
     always @(posedge clk) begin
         if (rst) begin
             state <= {{(NS-1){1'b0}}, 1'b1};
-            in_ready <= 1'b0;
-            act_valid <= 1'b0;
-            st_pop <= 1'b0;
-            fin_valid <= 1'b0;
+            in_ready <= 2'b00;
+            ho <= 2'b00;
         end else begin
             state <= nx;
-            in_ready <= state[S_IDLE] && take;
-            act_valid <= (state[S_WST] && (s_rdy || cut_go)) || c_cut ||
-                         (state[S_OUT] && !(act_valid && act_ready)) ||
-                         (state[S_CA] && !(act_valid && act_ready));
-            st_pop <= commit;
-            fin_valid <= (state[S_CW] && s_rdy) || (state[S_FIN] && !(fin_valid && fin_ready));
+            in_ready <= {take && sel, take && !sel};
+            ho <= {nx[S_HO] && prt, nx[S_HO] && !prt};
         end
     end
 
     // ---- events ----
-    // The decision's events are held (p_*: set from S_DEC on, S_DEC clears the later ones)
-    // and emitted at the commit, with the action, when the status says the decision stands
-    // (s_ok). An IPv4 frame (while active) whose status says good but not a whole datagram
-    // with a valid header is not redirectable: today's x_inval, and a truncated datagram
-    // (p_ntr && s_nr). A bad frame counts nothing here (the receive queue counted its drop).
-    // The p_* are valid from S_WST's first cycle (the last decision state sets them).
-    reg p_ntr, p_fromc, p_unass, p_unkn, p_toobig, p_ret, p_l2, p_gre, p_retbad;
-    reg p_slot, p_cache, p_bucket;
+    // The decision's events (p_*: set from S_DEC on, S_DEC clears the later ones), valid in
+    // S_HO (the last decision state sets them); the commit unit emits them with the frame's
+    // status. The indices: the slot (msl_a), the chosen cache (cidx), the primary bucket (pb).
     always @(posedge clk) begin
         if (state[S_DEC]) begin
             p_ntr <= x_ntr;
@@ -1075,33 +1022,11 @@ module wccp_decide #(
         p_gre    <= (state[S_C] && ck_gre) || (p_gre && !state[S_DEC]);
         p_cache  <= (state[S_C] && ck_dm) || (p_cache && !state[S_DEC]);
         p_bucket <= state[S_B1] || (p_bucket && !state[S_DEC]);
-
-        ev_cause <= 12'd0;
-        ev_cause[C_NOTRED] <= commit && p_ntr && s_nr && !d_redir;
-        ev_cause[C_TRUNC]  <= commit && s_nr && d_redir;     // dropped (see fin_good)
-        ev_cause[C_FROMC]  <= commit && s_ok && p_fromc;
-        ev_cause[C_UNASS]  <= commit && s_ok && p_unass && !d_drop;
-        ev_cause[C_CLOSED] <= commit && s_ok && p_unass && d_drop;   // a closed slot's drop
-        ev_cause[C_UNKN]   <= commit && s_ok && p_unkn;
-        ev_cause[C_TOOBIG] <= commit && s_ok && p_toobig;
-        ev_cause[C_RET]    <= commit && s_ok && p_ret;
-        ev_cause[C_L2]     <= commit && s_ok && p_l2;
-        ev_cause[C_GRE]    <= commit && s_ok && p_gre;
-        ev_cause[C_LEARN]  <= l_hit && s_ok;                  // with the learning request
-        ev_cause[C_RETBAD] <= commit && s_ok && p_retbad;
-        ev_slot <= commit && s_ok && p_slot && !(p_unass && d_drop);
-        ev_cache <= commit && s_ok && p_cache;
-        ev_bucket <= commit && s_ok && p_bucket && !(p_unass && d_drop);
-        // indices and length: stable from the end of the decision (and the status latch)
-        // until the next take; the indices are frozen while the engine waits (wt): msl and
-        // pb follow the configuration, which a commit may switch then
-        if (!wt) begin
-            ev_slot_idx <= msl_a;
-            ev_cache_idx <= cidx[4:0];
-            ev_bucket_idx <= pb;
-        end
-        ev_bytes <= {1'b0, l_flen} + 12'd4;
     end
+    assign d_slot_idx = msl_a;
+    assign d_cache_idx = cidx[4:0];
+    assign d_bucket_idx = pb;
+    assign d_tl = gre_tl_r;
 
     // the decision's action fields: S_DEC (forward normally, drop, or decapsulate a GRE
     // return), S_C (L2 rewrite, or GRE with its checksum, cache address and redirect header)
@@ -1113,57 +1038,18 @@ module wccp_decide #(
                               (state[S_M2L] && mt_ff && !m_more) || (state[S_CK] && !k_ok)))
             d_drop <= 1'b1;
         if (state[S_DEC] || (state[S_C] && ck_dm)) begin
-            d_port <= state[S_DEC] ? (PORT[0] ^ 1'b1) : ln_s[48];
+            d_port <= state[S_DEC] ? !prt : ln_s[48];
             d_kind <= state[S_DEC] ? {x_retok, x_retok} : c_kind;
             d_hlen <= state[S_DEC] ? v_hlen : c_hlen;
             d_src_off <= state[S_DEC] ? v_src_off : c_src_off;
         end
         if ((state[S_DEC] && x_retok) || (state[S_C] && ck_dm))
-            act_dmac <= state[S_DEC] ? r_decmac : ln_s[47:0];
+            d_dmac <= state[S_DEC] ? r_decmac : ln_s[47:0];
         if (state[S_C] && ck_gre) begin
-            act_csum <= ~(cs_b0[16] ? cs_b1[15:0] : cs_b0[15:0]);
-            act_cip <= ca_s;
-            act_rh <= rh;
+            d_csum <= ~(cs_b0[16] ? cs_b1[15:0] : cs_b0[15:0]);
+            d_cip <= ca_s;
+            d_rh <= rh;
         end
-    end
-
-    // The action: every cycle from registers that are stable from the end of the decision
-    // and the status latch until the action is taken (the latched bundle, the decision's
-    // fields, the status flags), and the configuration's fields frozen while the engine waits
-    // (wt: a commit may switch the configuration then).
-    // Cut-through (S_CA, and S_WST's or S_C's last cycle before it, which loads these as
-    // act_valid rises; S_C's cache action from its own fields, use_c): the decision's
-    // action; the builder copies to the end the fin names, and stomps the frame if the fin
-    // is bad. Status first (loaded at the commit, S_WST with s_rdy: the decision's fields are
-    // valid from S_WST's first cycle): s_ok the decision's action, a bad frame a drop of its
-    // bytes, a truncated datagram forwarded normally (kind 0) if that was the decision's
-    // kind, else dropped.
-    // The fin (S_FIN): fin_good unless the frame is bad or a truncated datagram that the
-    // decision redirects, decapsulates or drops (C_TRUNC).
-    wire ca = state[S_CA] || (state[S_WST] && !s_rdy && cut_go) || c_cut;
-    wire use_d = ca || s_ok;
-    wire use_c = c_cut && ck_dm;    // S_C's cache action (d_* take it in the same edge)
-    always @(posedge clk) begin
-        act_start <= f_start;
-        act_flen <= ca ? 11'd0 : l_flen;    // cut-through: the fin's, and stable while offered
-        if (!wt) begin          // configuration: frozen with the decision (see busy)
-            act_smac <= appl_mac;
-            act_rid <= router_id;
-        end
-        act_vlan <= f_vlan;
-        act_tci <= f_tci;
-        act_tl <= gre_tl_r;
-        act_cut <= ca;
-        // a cut-through action's first cycle: S_WST's or S_C's last (S_CA holds it)
-        act_go <= (((state[S_WST] && !s_rdy && cut_go) || c_cut) && !d_drop) ?
-                  ((use_c ? ln_s[48] : d_port) ? 2'b10 : 2'b01) : 2'b00;
-        act_drop <= ca ? d_drop : (s_bad || (s_ok && d_drop) || (s_nr && d_redir));
-        act_port <= use_c ? ln_s[48] : use_d ? d_port : (PORT[0] ^ 1'b1);
-        act_kind <= use_c ? c_kind : use_d ? d_kind : 2'd0;
-        act_hlen <= use_c ? c_hlen : use_d ? d_hlen : 6'd0;
-        act_src_off <= use_c ? c_src_off : use_d ? d_src_off : 11'd0;
-        fin_good <= !s_bad && !(s_nr && d_redir);
-        fin_flen <= l_flen;
     end
 
 endmodule

@@ -1,8 +1,8 @@
 `timescale 1ns / 1ps
 `default_nettype none
-// Registers of a decision engine (wccp_decide) that depend on the configuration only.
-// keep_hierarchy: the two engines' copies are identical and yosys would merge them into one
-// (far from one of the engines); the configuration is stable while a frame is decided.
+// Registers of the decision core (wccp_decide) that depend on the configuration only
+// (keep_hierarchy: kept together, next to their readers); the configuration is stable while
+// a frame is decided.
 (* keep_hierarchy *)
 module wccp_decide_cfg (
     input  wire         clk,

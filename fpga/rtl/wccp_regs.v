@@ -12,7 +12,7 @@ module wccp_regs #(
     parameter CLK_PER_US = 125,
     parameter WDT_RESET_US = 1000000,
     parameter [31:0] BUILD_ID = 32'd0,     // read back at BUILD_ID (set by the build)
-    parameter PEARSON = 0                  // CAPS_PEARSON: the decision engines have the Pearson hash
+    parameter PEARSON = 0                  // CAPS_PEARSON: the decision core has the Pearson hash
 ) (
     input  wire          clk,
     input  wire          rst,
@@ -57,12 +57,9 @@ module wccp_regs #(
     output reg           bc_rd,
     output reg           uc_rd,
     // live redirect-lists (the group words at their group address, slot*32 + offset): read
-    // by the engines, data 2 cycles after the address (engine 0's port also takes the commit
-    // copy's writes, while the engines are held)
-    input  wire [7:0]    acl_raddr0,
-    output wire [31:0]   acl_rdata0,
-    input  wire [7:0]    acl_raddr1,
-    output wire [31:0]   acl_rdata1
+    // by the decision core, data 2 cycles after the address
+    input  wire [7:0]    acl_raddr,
+    output wire [31:0]   acl_rdata
 );
     reg                  hold2, busy_r;
 `include "wccp_regmap.vh"
@@ -179,9 +176,9 @@ module wccp_regs #(
     end
 
     // ---------------- commit ----------------
-    // Once the engines are held and idle, the group copy runs (gc_cp, gc_a the RAM address;
+    // Once the decision core is held and idle, the group copy runs (gc_cp, gc_a the RAM address;
     // see "group configuration" below), gc_wait counts its pipeline out, then the swap is
-    // decided (commit_go, registered) and applied when commit_now is set: the engines stay
+    // decided (commit_go, registered) and applied when commit_now is set: the core stays
     // held until then (hold clears with the swap). The globals' live enable is a registered
     // copy of commit_go (cm).
     reg          commit_go, commit_now, gc_cp, gc_done;
@@ -270,9 +267,9 @@ module wccp_regs #(
             active <= control[0] && wdt_armed;
 
             // ---- commit sequencing ----
-            // engines_busy is registered (it comes from both engines' state machines); it is
-            // only trusted once hold was already set in the cycle it was sampled, so that no
-            // engine can have started in between
+            // engines_busy is registered (it comes from the decision core's state machine and
+            // its commit units' learning lists); it is only trusted once hold was already set
+            // in the cycle it was sampled, so that no decision can have started in between
             busy_r <= engines_busy;
             hold2 <= hold;
             if (commit_req) begin
@@ -361,10 +358,10 @@ module wccp_regs #(
     // The shadow copy is a 256 x 32 block RAM (wccp_bram: address slot*32 + register offset,
     // registers 0..6 and the redirect-list words 8..31) written from the bus, with a valid bit
     // per word (forgotten at reset: a word never written since reads as 0, as a reset register
-    // would). A commit copies it a word a cycle while the engines are held (gc_cp: 256
+    // would). A commit copies it a word a cycle while the decision core is held (gc_cp: 256
     // reads): registers 0..6 into the live flip-flops (the last write four cycles after the
     // last read), every word into the live redirect-list RAM (acl, two cycles after its
-    // read), then swaps the globals and the table banks (commit_go). The engines see the live
+    // read), then swaps the globals and the table banks (commit_go). The core sees the live
     // copy only when hold is clear: wholly old before the swap, wholly new after it.
     wire        g_wr = p_wr && in_group && a[4:0] != 5'd7;
     wire [31:0] gc_q;                    // the word at gc_a, two cycles later
@@ -373,11 +370,13 @@ module wccp_regs #(
         .clk(clk), .a_we(g_wr), .a_addr(a[7:0]), .a_wdata(p_wd), .a_rdata(),
         .b_addr(gc_a), .b_rdata(gc_q));
     /* verilator lint_on PINCONNECTEMPTY */
-    // the live redirect-lists: port A is the copy's (gc_v2: the word at gc_a2) while the
-    // engines are held, else engine 0's; port B engine 1's
+    // the live redirect-lists: port A takes the copy's writes (gc_v2: the word at gc_a2, while
+    // the decision core is held), port B is the core's read port
+    /* verilator lint_off PINCONNECTEMPTY */
     wccp_bram #(.AW(8), .DW(32)) acl (
-        .clk(clk), .a_we(gc_v2), .a_addr(gc_v2 ? gc_a2 : acl_raddr0), .a_wdata(gc_ok ? gc_q : 32'd0),
-        .a_rdata(acl_rdata0), .b_addr(acl_raddr1), .b_rdata(acl_rdata1));
+        .clk(clk), .a_we(gc_v2), .a_addr(gc_a2), .a_wdata(gc_ok ? gc_q : 32'd0),
+        .a_rdata(), .b_addr(acl_raddr), .b_rdata(acl_rdata));
+    /* verilator lint_on PINCONNECTEMPTY */
     // The valid bits: a row of 8 per 8 words (row = address[7:3], bit = address[2:0]) in
     // distributed RAM (asynchronous read), in two copies written alike: one read by the bus
     // write, one by the commit copy; and a flip-flop per row, cleared by reset, that says

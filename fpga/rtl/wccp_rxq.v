@@ -44,6 +44,7 @@ module wccp_rxq #(
     input  wire [BUF_AW-1:0] rel_ptr,
     // bundle queue
     output wire          q_valid,
+    output reg           q_soon,        // a frame arrives whose bundle is not queued yet (a hint)
     input  wire          q_pop,
     output wire [BUF_AW-1:0] q_start,
     output wire [47:0]   q_dst_mac,
@@ -181,6 +182,13 @@ module wccp_rxq #(
             q_dip, q_tcpudp, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
     assign q_sport = q_tcpudp ? q_l4w0[31:16] : 16'd0;
     assign q_dport = q_tcpudp ? q_l4w0[15:0] : 16'd0;
+
+    // a frame is arriving (from its first byte on the MAC's early stream to its parser's done)
+    // and its bundle is not pushed yet: the decision core turns its port pointer to a port
+    // about to push while the other has nothing to take (a hint only: a wrong one costs the
+    // core a cycle)
+    always @(posedge clk)
+        q_soon <= !rst && !q_push && (e_valid ? !early : (q_soon && !p_done));
 
     // ---- status queue (2^(QAW+1) entries, same counter scheme) ----
     localparam SAW = QAW + 1;

@@ -1,4 +1,4 @@
-// Source prefilter of a decision engine's cache-table scan. The scan compares a frame's
+// Source prefilter of the decision core's cache-table scan. The scan compares a frame's
 // source IPv4 address with every cache address (learning, "from a cache") and its source
 // MAC with every learnt L2-return cache MAC, one table entry per cycle: decision time grew
 // with the number of configured caches. This filter answers in three cycles whether the scan

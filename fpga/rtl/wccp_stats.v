@@ -134,7 +134,7 @@ module wccp_stats (
             end
 
             // decision FIFO (distributed RAM, registered head)
-            // the decision event is registered first (it comes from the engine, far away)
+            // the decision event is registered first (it comes from the commit unit, far away)
             // (with a flag "no cause bit", so that the head's hcz is loaded without a compare
             // after the FIFO's distributed RAM; and the number of cause bits, counted in a stage
             // of its own and written into the FIFO with the record, so that "two or more

@@ -21,8 +21,8 @@ Then every counter (port, decision, slot, per-cache, per-bucket and unknown-loca
 counters, read through the register bus) must equal the sum of the frames' model deltas,
 the decision and slot counters per receive port.
 
-Table commits during traffic. A commit switches both engines' tables between two decisions
-(wccp_regs holds the engines, copies, and releases them), so each input port's frames
+Table commits during traffic. A commit switches the decision core's tables between two
+decisions (wccp_regs holds the core, copies, and releases it), so each input port's frames
 follow the old tables up to some frame and the new ones from there on. The scoreboard
 accepts, per input port p, exactly the assignments "frames 0..k_p-1 old, k_p.. new" for
 some k_p, and takes k_p only from what can be observed outside the core:

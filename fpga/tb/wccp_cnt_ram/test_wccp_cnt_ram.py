@@ -1,4 +1,4 @@
-"""wccp_cnt_ram: frame/byte counters incremented by two engines at once and read by the host
+"""wccp_cnt_ram: frame/byte counters incremented by two ports' commit units at once and read by the host
 (reads first): no lost or double increments, reads see a value between the counts before
 and after the read, RAM cleared after reset (reads wait for the clear)."""
 import random
@@ -109,7 +109,7 @@ async def test_concurrent(dut):
     for i in range(1 << AW):
         assert await tb.read(i, 0) == tb.frames[i], (i, tb.frames[i])
         assert await tb.read(i, 1) == tb.bytes[i] & 0xFFFFFFFF, i
-    # both engines hitting the same counter in the same cycle
+    # both ports hitting the same counter in the same cycle
     d = dut
     for _ in range(50):
         await Timer(1, "ns")
@@ -128,13 +128,13 @@ async def test_concurrent(dut):
 
 
 # events arriving while the RAM is cleared after reset (2**AW cycles: 16 us for the 2048-word
-# bucket counters) are queued per engine: no count is lost.
+# bucket counters) are queued per port: no count is lost.
 @cocotb_test
 async def test_events_during_clear(dut):
     tb = TB(dut, 3)
     await tb.reset()
     d = dut
-    for idx in (2, 9):               # two events from engine 0 during the clear
+    for idx in (2, 9):               # two events from port 0 during the clear
         await Timer(1, "ns")
         d.ev0.value, d.ev0_idx.value, d.ev0_bytes.value = 1, idx, 64
         await RisingEdge(d.clk)

@@ -1,17 +1,19 @@
-"""wccp_decide: the decision engine on its own, at its interfaces only (parse bundle and
-frame status in, action / events / learning requests out), with the real bank RAMs and
-learnt-location RAM behind it (wccp_decide_tb.v, wired as in fpga_core). Every decision is
+"""wccp_decide with its two commit units (wccp_commit): the shared decision core at the
+receive ports' interfaces only (parse bundle and frame status in, action / events / learning
+requests out, per port), with the real bank RAMs and learnt-location RAM behind it
+(wccp_decide_tb.v, wired as in fpga_core). Most tests drive one port (PORT; the other's queue
+stays empty), test_two_ports drives both at once. Every decision is
 compared with the reference model (wccp.fwdmodel.ForwardingModel) configured identically: the
 output frame the action describes (header fields + the byte range of the received frame, as
 wccp_builder assembles it) must equal the model's output, the event pulses must equal the
 model's counter increments and the learning requests the model's learnt cache locations.
 The test plays wccp_rxq's status FIFO: each frame's status (good, whole datagram received,
 length) reaches the FIFO head a random number of cycles after its bundle is presented,
-sometimes before the engine takes the bundle; bad frames (dropped whole, their bytes released,
+sometimes before the core takes the bundle; bad frames (dropped whole, their bytes released,
 nothing counted or learnt: the model never sees them) and truncated IPv4 datagrams (bundle
 with a valid header, status avail = 0: forwarded normally, as the model says) are mixed in.
 Handshakes are driven with random gaps, back-pressure and delayed learning acks; nothing
-depends on the engine's internal states or cycle counts (decision latency is only measured
+depends on the core's internal states or cycle counts (decision latency is only measured
 and printed); the status is checked to be popped exactly once per frame, at or before its
 action's handshake, and no action, event or learning request of a frame comes before its
 status."""
@@ -45,7 +47,7 @@ from wccp.fpga import acl_words, method_word
 from wccp.fwdmodel import ForwardingModel
 from wccp_tb import Clock, ReadOnly, RisingEdge, Timer, cocotb, cocotb_test
 
-PORT = int(os.environ.get("WCCP_DECIDE_PORT", "0"))     # the engine's receive port (parameter PORT)
+PORT = int(os.environ.get("WCCP_DECIDE_PORT", "0"))     # the tested receive port (parameter PORT)
 ROUTER_ID = 0x0A000001
 APPL_MAC = bytes.fromhex("020000000001")
 NH_MAC = bytes.fromhex("02ee000000a0")
@@ -170,10 +172,10 @@ def action_bytes(a, fr):
 
 class Exp:
     """One frame, its status and everything the model says about it. A bad frame (bad_flen:
-    the bytes the receive queue stored for it) is not shown to the model: the engine must
+    the bytes the receive queue stored for it) is not shown to the model: the core must
     drop it and count and learn nothing."""
 
-    def __init__(self, model, frame, start, bad_flen=None, rng=None):
+    def __init__(self, model, frame, start, bad_flen=None, rng=None, port=PORT):
         self.frame = frame
         self.model = model
         body = frame[:-4]
@@ -191,8 +193,8 @@ class Exp:
         self.status = {"good": 1, "avail": avail, "flen": len(body)}
         c0 = model.counters()
         loc0 = [list(x) for x in model._loc]
-        d = self.decision = model.decide(PORT, frame, now=0)
-        outs = model.process(PORT, frame, now=0)
+        d = self.decision = model.decide(port, frame, now=0)
+        outs = model.process(port, frame, now=0)
         c1 = model.counters()
         self.reason = d.reason
         if d.action == "drop":
@@ -210,7 +212,7 @@ class Exp:
                          if c1["cache_frames"][s][i] != c0["cache_frames"][s][i]]
         self.bucket_ev = [(s, b) for s in range(MAX_GROUPS) for b in range(256)
                           if c1["bucket_hits"][s][b] != c0["bucket_hits"][s][b]]
-        nl = c1["learnt"][PORT] - c0["learnt"][PORT]
+        nl = c1["learnt"][port] - c0["learnt"][port]
         # the entries whose location the frame changed (a location that is already the
         # frame's is not learnt again)
         smac = int.from_bytes(body[6:12], "big")
@@ -263,10 +265,9 @@ def table_images(model):
             for j, p in enumerate(sv["ports"]):
                 ports |= p << (s * 128 + (7 - j) * 16)
     learnt = [loc_word(model._loc[s][i]) for s in range(MAX_GROUPS) for i in range(MAX_CACHES)]
-    nh = t.next_hop[PORT ^ 1]
     cfg = {"active": int(model.redirect_enabled(0)), "router_id": t.router_id,
            "appl_mac": int.from_bytes(t.mac, "big"), "mtu": t.mtu,
-           "nh_mac": int.from_bytes(nh, "big") if nh else 0,
+           "nh_mac": sum(int.from_bytes(t.next_hop[e], "big") << (48 * e) for e in (0, 1) if t.next_hop[e]),
            "grp_ctrl": ctrl, "grp_svc": svc, "grp_flags": flags, "grp_ports": ports}
     return img, learnt, cfg, acl
 
@@ -276,21 +277,49 @@ _RAMS = {"banks": {k: [[0] * n, [0] * n] for k, n in ((0, 256), (1, 256), (2, 51
          "live": 0, "learnt": [0] * 256, "acl": [0] * 256}
 
 
+class PortView:
+    """One receive port of the testbench: its own signals (the plain names for port PORT,
+    prefix o_ for the other one), the shared ones (clock, hold, busy, tables, configuration)
+    as they are."""
+    OWN = ("in_", "st_", "act_", "fin_", "lr_", "ev_", "out_idle")
+
+    def __init__(self, dut, port):
+        self._dut = dut
+        self._prefix = "" if port == PORT else "o_"
+
+    def __getattr__(self, name):
+        if name.startswith(self.OWN):
+            return getattr(self._dut, self._prefix + name)
+        return getattr(self._dut, name)
+
+
 class TB:
-    def __init__(self, dut, seed):
-        self.dut = dut
+    """The test's side of one receive port (its queue head, status FIFO, builder and
+    learning grant); the first one made (clock=True) also starts the clock and clears the
+    shared inputs and the other port's."""
+
+    def __init__(self, dut, seed, port=PORT, clock=True):
+        self.port = port
+        self.dut = PortView(dut, port)
         self.rng = random.Random(seed)
         self.start = 0
         self.cycle = 0
-        cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
-        for s in ("hold", "in_valid", "act_ready", "lr_ack_en", "t_wr", "tl_wr", "acl_wr", "active", "st_valid",
-                  "out_idle", "fin_ready"):
-            getattr(dut, s).value = 0
-        for f in BUNDLE_FIELDS:
-            getattr(dut, "in_" + f).value = 0
-        for f in STATUS_FIELDS:
-            getattr(dut, "st_" + f).value = 0
+        views = [self.dut]
+        if clock:
+            cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
+            for s in ("hold", "t_wr", "tl_wr", "acl_wr", "active"):
+                getattr(dut, s).value = 0
+            views.append(PortView(dut, port ^ 1))
+        for v in views:
+            for s in ("in_valid", "act_ready", "lr_ack_en", "st_valid", "out_idle", "fin_ready"):
+                getattr(v, s).value = 0
+            for f in BUNDLE_FIELDS:
+                getattr(v, "in_" + f).value = 0
+            for f in STATUS_FIELDS:
+                getattr(v, "st_" + f).value = 0
         self.st_lat = []
+        self.take_lat = []
+        self.takes = []
         dut.live.value = _RAMS["live"]
 
     async def reset(self):
@@ -303,7 +332,7 @@ class TB:
 
     async def load(self, model):
         """Program the model's live tables into the shadow bank, switch banks, set the config
-        and write the cache locations (engine idle)."""
+        and write the cache locations (core idle)."""
         d = self.dut
         img, learnt, cfg, acl = table_images(model)
         shadow = _RAMS["live"] ^ 1
@@ -352,7 +381,7 @@ class TB:
             bad_flen = None
             if i in bad or (bad_p and r.random() < bad_p):
                 bad_flen = r.choice([0, 1, 60, 2047, len(f) - 4, r.randrange(2048)])
-            e = Exp(model, f, self.start, bad_flen, r)
+            e = Exp(model, f, self.start, bad_flen, r, self.port)
             out.append(e)
             # the builder releases st_flen bytes: the next frame starts there
             self.start = (self.start + e.status["flen"]) % 4096
@@ -363,7 +392,7 @@ class TB:
         if mode == "now":
             return 0
         if mode == "late":
-            return 400          # after any decision here: the engine waits for it
+            return 400          # after any decision here: the commit unit waits for it
         x = r.random()
         if x < 0.35:
             return 0
@@ -397,7 +426,7 @@ class TB:
             ev["bucket"].append((int(d.ev_slot_idx.value), int(d.ev_bucket_idx.value)))
 
     async def run(self, exps, gap_p=0.3, ready_p=0.7, ack_p=0.6, hold_fn=None, st_mode="random",
-                  idle_p=0.8, fin_p=0.7):
+                  idle_p=0.8, fin_p=0.7, period=None, st_after=0, solo=True):
         """Offer the bundles of exps, play the status FIFO, take the actions / events / learning
         requests. Each frame's status reaches the FIFO head (in order, once the previous one is
         popped) a delay after its bundle is presented (st_mode "now": at once, "late": long after
@@ -408,7 +437,11 @@ class TB:
         Cut-through: out_idle (the builder is idle) is high with probability idle_p per cycle;
         an action may come before its frame's status only with act_cut (then its fin follows,
         after the status, taken with probability fin_p per cycle): each such action gets
-        fin_good / fin_flen in its dict."""
+        fin_good / fin_flen in its dict.
+        period: frame i's bundle arrives period * i cycles after the start (a port at line rate;
+        gap_p is not used) and its status st_after cycles after that; self.take_lat gets the
+        cycles from each arrival to the take, self.takes the take cycles.
+        solo: the other port is idle, so busy is this port's frame's alone (checked)."""
         d = self.dut
         r = self.rng
         n = len(exps)
@@ -424,7 +457,7 @@ class TB:
         st_head = 0                 # statuses popped
         st_drv = False              # st_valid driven in the previous cycle
         taken = 0
-        decided = False             # the frame in the engine is decided (busy fell)
+        decided = False             # the frame taken is decided (busy fell)
         act_seen = -1               # the last action whose first cycle was seen
         idle = 0
         since = 0
@@ -435,6 +468,10 @@ class TB:
         nfin = 0
         fin_seen = -1
         self.fin_lat = []
+        self.take_lat = []
+        self.takes = []
+        t_arr = None
+        t0 = self.cycle + 1
         pend_fin = None
         while len(acts) < n or nfin < len(cuts) or extra < 12:
             if len(acts) >= n and nfin >= len(cuts):
@@ -442,9 +479,9 @@ class TB:
             await RisingEdge(d.clk)
             await ReadOnly()
             self.cycle += 1
-            busy = int(d.busy.value)
+            busy = int(d.busy.value) if solo else 0
             if prev_held and prev_idle:
-                assert not busy and not int(d.in_ready.value), "engine started while hold"
+                assert not busy and not int(d.in_ready.value), "core started while hold"
             if pop:
                 # the source (wccp_rxq) pops at the edge where in_valid and in_ready are high
                 nxt += 1
@@ -453,13 +490,16 @@ class TB:
                 assert not prev_held, "bundle taken while hold"
                 pop = True
                 taken += 1
-            if taken > st_head:
+                self.takes.append(self.cycle)
+                if t_arr is not None:
+                    self.take_lat.append(self.cycle - t_arr)
+            if taken > st_head and solo:
                 # busy from the take until the decision is made; then low (a commit may switch
-                # tables while the engine waits for the status) until the next take
+                # tables while the commit unit waits for the status) until the next take
                 if not busy:
                     decided = True
                 else:
-                    assert not decided, "engine busy again after deciding frame %d" % st_head
+                    assert not decided, "core busy again after deciding frame %d" % st_head
             held = bool(hold_fn and hold_fn(self))
             if pop:
                 held = prev_held        # hold does not change in the cycle of a pop
@@ -500,10 +540,12 @@ class TB:
             lq = (int(d.lr_idx.value), int(d.lr_mac.value)) if lv else None
             if pend_lr is not None:
                 assert lv and lq == pend_lr, "learning request changed before lr_ack: %r %r" % (pend_lr, lq)
+            # learning targets held: busy, so that no table commit renumbers them before they are written
+            assert not (lv and solo and not busy), "learning request while not busy"
             cause = int(d.ev_cause.value)
             evs = cause or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value)
             if evs or lv:
-                # the frame in the engine (its status not yet popped) must have its status
+                # the frame taken (its status not yet popped) must have its status
                 assert st_head < n and st_vis[st_head] is not None and st_vis[st_head] < self.cycle, \
                     "event or learning request of frame %d before its status" % st_head
             self.sample_events(ev)
@@ -517,7 +559,8 @@ class TB:
             prev_idle = not busy and not av
             prev_held = held
             if len(acts) >= n:
-                assert not av and not lv, "action or learning request without a frame"
+                # (a cut-through frame's learning requests come after its action, before its fin)
+                assert not av and (not lv or nfin < len(cuts)), "action or learning request without a frame"
             await Timer(1, "ns")
             d.hold.value = int(held)
             rdy = int(r.random() < ready_p)
@@ -543,11 +586,19 @@ class TB:
             d.lr_ack_en.value = ack
             if lv and ack:
                 lrs.append(lq)
-                _RAMS["learnt"][lq[0]] = (3 << 52) | (PORT << 48) | lq[1]
+                _RAMS["learnt"][lq[0]] = (3 << 52) | (self.port << 48) | lq[1]
                 pend_lr = None
             else:
                 pend_lr = lq
-            if not presented and nxt < n and r.random() >= gap_p:
+            if period is not None:
+                if not presented and nxt < n and self.cycle >= t0 + period * nxt:
+                    for f, v in exps[nxt].bundle.items():
+                        getattr(d, "in_" + f).value = v
+                    presented = True
+                    t_in = self.cycle
+                    t_arr = t0 + period * nxt
+                    st_ready[nxt] = st_last = max(st_last, t_arr + st_after)
+            elif not presented and nxt < n and r.random() >= gap_p:
                 for f, v in exps[nxt].bundle.items():
                     getattr(d, "in_" + f).value = v
                 presented = True
@@ -574,7 +625,7 @@ class TB:
                 st_head += 1
                 decided = False
             idle = idle + 1 if not (av or lv or busy or fv) else 0
-            assert idle < 400, "engine stalled: %d bundles taken, %d actions" % (nxt, len(acts))
+            assert idle < 400, "core stalled: %d bundles taken, %d actions" % (nxt, len(acts))
             since += 1
             assert since < 30000, "no action for 30000 cycles: %d bundles taken, %d actions, %d statuses" % (
                 nxt, len(acts), st_head)
@@ -584,7 +635,7 @@ class TB:
         d.fin_ready.value = 0
         assert st_head == n, "%d statuses popped for %d frames" % (st_head, n)
         self.ncut = len(cuts)
-        assert int(d.busy.value) == 0 or held
+        assert int(d.busy.value) == 0 or held or not solo
         return acts, lrs, ev, lat
 
     def check(self, exps, acts, lrs, ev):
@@ -1070,7 +1121,7 @@ async def test_watchdog_inactive(dut):
 
 @cocotb_test
 async def test_hold(dut):
-    """hold keeps the engine from taking a bundle (busy stays low); a decision in progress
+    """hold keeps the core from taking a bundle (busy stays low); a decision in progress
     when hold rises still completes."""
     tb = TB(dut, 3)
     await tb.reset()
@@ -1109,7 +1160,7 @@ async def test_hold(dut):
     tb.check([e1, e2], acts, lrs, ev)
     assert state["taken"] == 2
     assert int(d.busy.value) == 0
-    # the same while the engine waits for a late status (400 cycles): busy falls once the
+    # the same while the commit unit waits for a late status (400 cycles): busy falls once the
     # decision is made (run() checks it stays low until the commit), the next bundle waits
     # for hold to fall (600 cycles)
     state.update(taken=0, hold_until=None, hold_for=600)
@@ -1370,7 +1421,7 @@ async def test_status(dut):
 
 
 def other_model():
-    """A different table set and configuration for every field the engine reads: router ID,
+    """A different table set and configuration for every field the core reads: router ID,
     MAC, MTU, next hop, slot 0's group, flags, caches and buckets, no other slot, and not
     armed (redirection inactive)."""
     m = ForwardingModel()
@@ -1439,7 +1490,7 @@ async def _decide_across_commit(tb, e, m_next, cut=False):
         await Timer(1, "ns")
         d.act_ready.value = 0
     await Timer(1, "ns")
-    await tb.load(m_next)               # the commit, while the engine waits
+    await tb.load(m_next)               # the commit, while the commit unit waits
     for _ in range(20):                 # and nothing moves until the status comes
         await RisingEdge(d.clk)
         await ReadOnly()
@@ -1518,8 +1569,8 @@ async def test_decision_latency(dut):
     the same number of cycles whatever the table size; a frame from a cache is scanned, so
     its decision grows with the entries. Also measured: cycles from the status (st_valid) to
     act_valid when the status comes long after the bundle (the frame's end after its
-    decision): constant for a decided frame; for a learning frame the learn waits for the
-    status, so the rest of the scan follows it."""
+    decision): constant for a decided frame; a learning frame's learning writes come with the
+    status (before its commit)."""
     tb = TB(dut, 5)
     await tb.reset()
     res = []
@@ -1537,7 +1588,7 @@ async def test_decision_latency(dut):
         m.arm(0)
         m.heartbeat(now=0)
         await tb.load(m)
-        # one frame at a time (engine idle when offered): a GRE redirect and a non-IP frame;
+        # one frame at a time (core idle when offered): a GRE redirect and a non-IP frame;
         # the status at once (bundle -> action), then late (status -> action)
         row = {}
         for name, f in (("gre", mk(dst=CL[3])), ("learn", mk(src=0x0A030000, dst=CL[3], proto=17)),  # no slot
@@ -1558,8 +1609,8 @@ async def test_decision_latency(dut):
             acts, lrs, ev, lat = await tb.run(exps, gap_p=0.0, ready_p=1.0, ack_p=1.0, st_mode="late",
                                               idle_p=1.0, fin_p=1.0)
             tb.check(exps, acts, lrs, ev)
-            # (a learn waits for the status, and the rest of the decision with it: not cut)
-            assert (acts[0]["cut"] and lat[0] < 400) or (name == "learn" and not acts[0]["cut"]), (lat, acts[0])
+            # (a learning frame too: its learning targets wait for the status in its commit unit)
+            assert acts[0]["cut"] and lat[0] < 400, (lat, acts[0])
             row["cut_" + name] = lat[0]
             row["fin_" + name] = tb.fin_lat[0] if acts[0]["cut"] else tb.st_lat[0]
         res.append((total, row))
@@ -1586,7 +1637,7 @@ async def test_decision_latency(dut):
 
 @cocotb_test
 async def test_acl_latency(dut):
-    """Cycles from in_valid to act_valid (cut-through GRE redirect, engine idle) with a
+    """Cycles from in_valid to act_valid (cut-through GRE redirect, core idle) with a
     redirect-list on the matching slot (printed for docs/performance.md): a slot without one
     takes no extra cycle; each entry examined adds 3 cycles (asserted: the structure); a
     refused slot then costs its scan and the next slot's start."""
@@ -1630,22 +1681,95 @@ async def test_acl_latency(dut):
         base, ",".join("%d:%d" % (k, v) for k, v in enumerate(permit)), refused[0], refused[1]))
 
 
+def two_port_frames(r, port):
+    """Traffic of receive port `port` for test_two_ports: client frames of every decision kind
+    (hash redirects, GRE and L2, alternate buckets, unassigned, unknown and out-of-range
+    caches, mask sets, no slot, not IPv4, GRE returns, from a cache by its L2-return MAC,
+    truncated datagrams), none of them from a cache address; port PORT also sends frames from
+    cache 3's address that learn it at a new MAC each time, and only it sends frames hashed to
+    cache 3 (so that neither port's decisions depend on how the two ports interleave)."""
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import ARP, Ether
+    clients = [0xC0A80101, 0xC0A80155, client_for_alt(5), client_for_alt(3), client_for_alt(1),
+               client_for_alt(0)]
+    kinds = [lambda: mk(dst=CL[r.choice([1, 2, 3, 4, 5, 6, 9, 10, 11, 12])], src=r.choice(clients),
+                        vlan=r.choice([None, None, 7])),
+             lambda: mk(dst=CL[r.choice([1, 2])], dport=8080, src=r.choice(clients)),
+             lambda: mk(sport=3128, dport=r.randrange(8), src=r.choice([0xC0A80100, 0xC0A80101]),
+                        dst=0x08090909),
+             lambda: mk(proto=17, sport=r.randrange(1, 9999), dport=r.choice([53, 5353, 9, 123])),
+             lambda: mk(proto=1, src=r.choice(clients)),
+             lambda: mk(dst=CL[1], dport=443),
+             lambda: with_fcs(bytes(Ether(dst=mac2s(APPL_MAC)) / ARP(psrc="192.168.1.1", pdst="10.0.0.1"))),
+             lambda: with_fcs(bytes(Ether(dst=mac2s(APPL_MAC)) / IPv6() / UDP(sport=1, dport=2))),
+             lambda: gre_ret(0x01020304, l2src=bytes.fromhex("021234567890"), rh=r.random() < 0.5),
+             lambda: mk(src=0xC0A80155, dst=CL[1], l2src=C_MAC[1]),
+             lambda: cut(mk(dst=CL[r.choice([1, 2, 4])], src=r.choice(clients)))]
+    out = []
+    for i in range(60):
+        if port == PORT and i % 10 == 3:
+            out.append(mk(proto=17, dport=9, src=C_ADDR[3], l2src=bytes([2, 0xdd, 0, 0, 0x33, i])))
+        elif port == PORT and i % 10 in (1, 7):
+            out.append(mk(dst=CL[8], src=r.choice(clients)))
+        else:
+            out.append(r.choice(kinds)())
+    return out
+
+
+@cocotb_test
+async def test_two_ports(dut):
+    """Both receive ports at line rate at once through the one decision core: a bundle every
+    84 cycles on each port (64-byte frames back to back), both ports' bundles arriving in the
+    same cycle, each frame's status a fixed time after its bundle (late: cut-through, or
+    early: store-and-forward), some frames bad. Every frame of both ports is decided as the
+    model decides it (actions, events, learning), each port's bundle is taken within its
+    frame time (the queue does not grow: at line rate nothing would be dropped), the other
+    port's right after it."""
+    tbs = [TB(dut, 41, port=PORT), TB(dut, 42, port=PORT ^ 1, clock=False)]
+    await tbs[0].reset()
+    lat = []
+    reasons = set()
+    for st_after, ready_p, idle_p in ((70, 1.0, 1.0), (6, 1.0, 1.0), (25, 0.8, 0.7)):
+        m = directed_model()
+        await tbs[0].load(m)
+        exps = [tb.expect(m, two_port_frames(tb.rng, tb.port), bad_p=0.1) for tb in tbs]
+        assert not any(e.learns for e in exps[1]) and sum(len(e.learns) for e in exps[0]) >= 6
+        reasons |= {e.reason for ex in exps for e in ex}
+        tasks = [cocotb.start_soon(tb.run(ex, ready_p=ready_p, ack_p=1.0, idle_p=idle_p, fin_p=1.0, period=84,
+                                          st_after=st_after, solo=False)) for tb, ex in zip(tbs, exps, strict=True)]
+        res = [await t for t in tasks]
+        for tb, ex, (acts, lrs, ev, _lat) in zip(tbs, exps, res, strict=True):
+            tb.check(ex, acts, lrs, ev)
+        assert max(tbs[0].take_lat + tbs[1].take_lat) < 84, (tbs[0].take_lat, tbs[1].take_lat)
+        # the two ports' bundles of each frame time are taken one after the other
+        takes = sorted([(t, 0) for t in tbs[0].takes] + [(t, 1) for t in tbs[1].takes])
+        assert len(takes) == 120 and all(takes[k][1] != takes[k + 1][1] for k in range(0, 120, 2)), takes
+        lat.append(max(tbs[0].take_lat + tbs[1].take_lat))
+        if st_after == 70:      # (most frames decided before their status: cut-through)
+            assert tbs[0].ncut >= 30 and tbs[1].ncut >= 30, (tbs[0].ncut, tbs[1].ncut)
+    assert {"redirect_gre", "redirect_l2", "unassigned", "cache_unknown", "not_ipv4", "gre_return",
+            "from_cache", "not_redirectable", "bad_frame"} <= reasons, reasons
+    print("TWO_PORTS longest wait from a bundle to its take: %s cycles" % lat)
+
+
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_decide(sim):
     here = pathlib.Path(__file__).resolve().parent
-    sources = [wccp_tb.RTL / "wccp_decide.v", wccp_tb.RTL / "wccp_decide_cfg.v", wccp_tb.RTL / "wccp_srcfilt.v",
+    sources = [wccp_tb.RTL / "wccp_decide.v", wccp_tb.RTL / "wccp_commit.v", wccp_tb.RTL / "wccp_decide_cfg.v",
+               wccp_tb.RTL / "wccp_srcfilt.v",
                wccp_tb.RTL / "wccp_bank_ram.v", wccp_tb.RTL / "wccp_ram.v", wccp_tb.RTL / "wccp_bram.v", here / "wccp_decide_tb.v"]
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"},
                     testcase=["test_directed", "test_watchdog_inactive", "test_hold", "test_status", "test_random",
                               "test_policy", "test_policy_random", "test_pearson", "test_learning_stress", "test_adjacent_learn",
-                              "test_commit_while_waiting"])
-    # the engine of receive port 1 (normal forwarding to port 0, learnt locations on port 1)
+                              "test_commit_while_waiting", "test_two_ports"])
+    # receive port 1 (normal forwarding to port 0, learnt locations on port 1)
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 1},
                     extra_env={"WCCP_DECIDE_PORT": "1"}, testcase=["test_directed", "test_watchdog_inactive",
                                                                    "test_status", "test_learning_stress",
-                                                                   "test_adjacent_learn"])
-    # decision cycles on a fresh engine: the prefilter's bits are only ever set (until power-up),
+                                                                   "test_adjacent_learn", "test_two_ports"])
+    # decision cycles on a fresh core: the prefilter's bits are only ever set (until power-up),
     # so the other tests' random cache addresses would make client sources scan too
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"}, testcase=["test_decision_latency", "test_acl_latency"])

@@ -1,4 +1,4 @@
-"""wccp_decide_cfg: each engine's registered copy of the values that depend on
+"""wccp_decide_cfg: the decision core's registered copy of the values that depend on
 the configuration only. Random configurations; two cycles after a change every output matches
 the register map's meaning (slot protocol, any-protocol and port-match flags, scan entry counts,
 hash / mask assignment flags, primary hash key flags, redirect-list flag and entry count, MTU), and rid_sum completes a real IPv4 header checksum of the GRE outer header."""

@@ -1,8 +1,8 @@
-"""wccp_regs: identification/read-back, shadow writes + atomic commit (hold until the engines
-are idle, the group RAM copied into the live flip-flops while they are held, the live
+"""wccp_regs: identification/read-back, shadow writes + atomic commit (hold until the decision
+core is idle, the group RAM copied into the live flip-flops while it is held, the live
 configuration wholly old or wholly new whenever hold is clear, COMMIT_BUSY until the bank copy
 is done; the redirect-list words copied into the live redirect-list RAM in the same copy,
-wholly old or wholly new to the engines' reads), table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
+wholly old or wholly new to the core's reads), table/learnt-state write strobes, counter read strobes, heartbeat watchdog (fail-open)."""
 import os
 import random
 
@@ -21,8 +21,7 @@ class TB:
         self.dut = dut
         self.copy_cycles = copy_cycles
         cocotb.start_soon(Clock(dut.clk, 8, unit="ns").start())
-        for s in ("reg_addr", "reg_wr", "reg_wdata", "reg_rd", "copy_busy", "engines_busy", "ln_ack", "acl_raddr0",
-                  "acl_raddr1"):
+        for s in ("reg_addr", "reg_wr", "reg_wdata", "reg_rd", "copy_busy", "engines_busy", "ln_ack", "acl_raddr"):
             getattr(dut, s).value = 0
         self.cycle = 0
         self.t_writes = []       # (sel, addr, data)
@@ -57,12 +56,12 @@ class TB:
             st = self.live_state()
             if prev_live is not None and lv != prev_live:
                 self.live_flips.append((self.cycle, lv))
-                # the switch happens only after hold has been seen by idle engines
+                # the switch happens only after hold has been seen by an idle core
                 # (inputs change 1 ns after an edge: engines_busy read now is what the edge saw)
                 if not (prev_hold and not int(d.engines_busy.value)):
                     self.snap_errors.append((self.cycle, "switch without hold/idle handshake"))
             prev_hold = int(d.hold.value)
-            # atomicity: whenever the engines may run (hold clear) the live configuration is
+            # atomicity: whenever the core may run (hold clear) the live configuration is
             # wholly old or wholly new, and it is new exactly when `live` has flipped (while
             # held it is copied over a word a cycle)
             if self.old is not None and not int(d.hold.value):
@@ -202,7 +201,7 @@ async def test_shadow_commit_atomic(dut):
     live0 = int(d.live.value)
     tb.old = (live0, base)
     tb.new = tuple(new)
-    # commit while the decision engines are busy: hold rises, nothing switches
+    # commit while the decision core is busy: hold rises, nothing switches
     d.engines_busy.value = 1
     await tb.write(R.COMMIT, 0)            # bit 0 clear: no commit
     assert (await tb.rd(R.STATUS)) & R.STATUS_COMMIT_BUSY == 0
@@ -227,7 +226,7 @@ async def test_shadow_commit_atomic(dut):
         await RisingEdge(d.clk)
         await ReadOnly()
         n += 1
-        assert n < 280, "no swap %d cycles after the engines went idle" % n
+        assert n < 280, "no swap %d cycles after the core went idle" % n
     assert n >= 256, n                     # not before the whole group RAM was read
     assert tb.live_state() == tb.new
     assert int(d.hold.value) == 0
@@ -239,7 +238,7 @@ async def test_shadow_commit_atomic(dut):
         await RisingEdge(d.clk)
     assert (await tb.rd(R.STATUS)) & R.STATUS_COMMIT_BUSY == 0
     assert await tb.rd(R.COMMIT) == 1
-    # a second commit with no engine activity: one more flip, same contents, count 2
+    # a second commit with no decision activity: one more flip, same contents, count 2
     tb.old = (1 - live0, tb.new)
     await tb.write(R.COMMIT, 1)
     for _ in range(300):
@@ -295,15 +294,15 @@ async def commit_and_wait(tb):
 
 
 def acl_addr(slot, word):
-    """A word of a slot's redirect-list as the engines address the live redirect-list RAM."""
+    """A word of a slot's redirect-list as the core addresses the live redirect-list RAM."""
     return slot * R.GROUP_STRIDE + word
 
 
 @cocotb_test
 async def test_acl_commit_atomic(dut):
-    """Redirect-list words (ACL_SRC/DST/CTRL) are shadow: the engines' reads of the live
-    redirect-list RAM (both ports) return the words of the last commit, wholly old until
-    the swap and wholly new from it, whatever the cycle they read in while not held."""
+    """Redirect-list words (ACL_SRC/DST/CTRL) are shadow: the decision core's reads of the
+    live redirect-list RAM return the words of the last commit, wholly old until the swap and
+    wholly new from it, whatever the cycle they read in while not held."""
     tb = TB(dut, copy_cycles=4)
     await tb.reset()
     d = dut
@@ -315,7 +314,7 @@ async def test_acl_commit_atomic(dut):
         new = {k: rng.getrandbits(32) for k in words}
         for (s, w), v in new.items():
             await tb.write(R.GROUP_BASE + s * R.GROUP_STRIDE + w, v)
-        # every cycle both ports read a random one of the words; a read in a cycle without
+        # every cycle the read port reads a random one of the words; a read in a cycle without
         # hold returns (two cycles later) the old word before the swap, the new one after it
         seen = []
         done = [False]
@@ -324,15 +323,14 @@ async def test_acl_commit_atomic(dut):
             pend = []
             while not done[0]:
                 await Timer(1, "ns")
-                k0, k1 = rng.choice(words), rng.choice(words)
-                d.acl_raddr0.value = acl_addr(*k0)
-                d.acl_raddr1.value = acl_addr(*k1)
+                k0 = rng.choice(words)
+                d.acl_raddr.value = acl_addr(*k0)
                 await ReadOnly()
-                pend.append((k0, k1, int(d.hold.value), int(d.live.value)))
+                pend.append((k0, int(d.hold.value), int(d.live.value)))
                 if len(pend) > 2:
-                    a0, a1, held, lv = pend.pop(0)
+                    a0, held, lv = pend.pop(0)
                     if not held:
-                        seen.append((lv, a0, int(d.acl_rdata0.value), a1, int(d.acl_rdata1.value)))
+                        seen.append((lv, a0, int(d.acl_rdata.value)))
                 await RisingEdge(d.clk)
         live0 = int(d.live.value)
         task = cocotb.start_soon(reader(seen, done))
@@ -346,10 +344,10 @@ async def test_acl_commit_atomic(dut):
         before = [x for x in seen if x[0] == live0]
         after = [x for x in seen if x[0] != live0]
         assert len(before) >= 20 and len(after) >= 15, (len(before), len(after))
-        for _lv, a0, v0, a1, v1 in before:
-            assert (v0, v1) == (old[a0], old[a1]), (rnd, "before the swap", a0, hex(v0), a1, hex(v1))
-        for _lv, a0, v0, a1, v1 in after:
-            assert (v0, v1) == (new[a0], new[a1]), (rnd, "after the swap", a0, hex(v0), a1, hex(v1))
+        for _lv, a0, v0 in before:
+            assert v0 == old[a0], (rnd, "before the swap", a0, hex(v0))
+        for _lv, a0, v0 in after:
+            assert v0 == new[a0], (rnd, "after the swap", a0, hex(v0))
         old = new
     await Timer(1, "ns")
     # reset: the shadow RAM keeps its words, but a word not written since reads as 0 at the
@@ -361,13 +359,12 @@ async def test_acl_commit_atomic(dut):
     assert (int(d.grp_ctrl.value) >> (32 * 4)) & 0xFFFFFFFF == R.MAX_ACL_ENTRIES << R.GROUP_CTRL_NUM_ACL_SHIFT
     for k in words:
         await Timer(1, "ns")
-        d.acl_raddr1.value = acl_addr(*k)
-        d.acl_raddr0.value = acl_addr(*k)
+        d.acl_raddr.value = acl_addr(*k)
         for _ in range(3):
             await RisingEdge(d.clk)
         await ReadOnly()
         want = 0x0A0B0C0D if k == (7, R.ACL_DST) else 0
-        assert int(d.acl_rdata1.value) == want and int(d.acl_rdata0.value) == want, (k, old[k])
+        assert int(d.acl_rdata.value) == want, (k, old[k])
 
 
 @cocotb_test

@@ -74,6 +74,8 @@ class TB:
         self.cyc = 0
         self.hdr = []        # cycles of the parser's hdr_done
         self.push = []       # (cycle, early) of bundle pushes
+        self.push_soon = []  # q_soon in each push's cycle
+        self.soon_rise = []  # cycles q_soon rose
         self.spush = []      # cycles of status pushes
         self.sfd = []        # GMII: cycle of each frame's SFD
         self.end = []        # GMII: last cycle of each frame (rx_dv high)
@@ -84,6 +86,7 @@ class TB:
     async def _mon(self):
         d = self.dut
         dv0 = 0
+        soon0 = 0
         while True:
             await RisingEdge(d.clk)
             self.cyc += 1
@@ -97,8 +100,13 @@ class TB:
             # cycle numbers: the values seen here are sampled by the DUT at the next edge
             if int(d.parser.hdr_done.value):
                 self.hdr.append(self.cyc)
+            soon = int(d.q_soon.value)
+            if soon and not soon0:
+                self.soon_rise.append(self.cyc)
+            soon0 = soon
             if int(d.q_push.value):
                 self.push.append((self.cyc, int(d.e_push.value)))
+                self.push_soon.append(soon)
             if int(d.st_push.value):
                 self.spush.append(self.cyc)
             if int(d.mac.m_valid.value) and int(d.mac.m_last.value):
@@ -189,7 +197,7 @@ class TB:
         await RisingEdge(self.dut.clk)
 
     async def consume(self, release=True):
-        """The decision engine + builder: bundle, then its status; read a good frame's bytes;
+        """The decision core, commit unit and builder: bundle, then its status; read a good frame's bytes;
         release start + flen."""
         b = await self.take()
         s = await self.status()
@@ -290,7 +298,8 @@ async def test_early_and_late(dut):
     """Which frames push their bundle early (at the header point, while the frame arrives)
     and which at the end; the cycle of hdr_done and of the push; statuses in order with
     good/avail/flen; GRE, VLAN, options, non-IPv4, truncated datagrams, frames whose header
-    point is in their last bytes."""
+    point is in their last bytes. q_soon (the hint that a bundle is on its way) is high from
+    the frame's first bytes to its push, low once it is pushed."""
     from wccp_frames import with_fcs
     tb = TB(dut, 5)
     await tb.reset()
@@ -330,6 +339,9 @@ async def test_early_and_late(dut):
         assert len(tb.push) == k0 + 1 and len(tb.spush) == s0 + 1
         cyc, early = tb.push[k0]
         assert early == goes_early(f), (early, header_point(f), len(f))
+        assert tb.push_soon[k0] and tb.sfd[-1] < tb.soon_rise[-1] <= tb.sfd[-1] + 8 and tb.soon_rise[-1] < cyc, \
+            (tb.push_soon[k0], tb.sfd[-1], tb.soon_rise[-1], cyc)
+        assert not int(dut.q_soon.value)
         # hdr_done before the cycle of the last byte: pushed in that cycle; else at done
         if early:
             assert cyc == tb.hdr[-1] and tb.hdr[-1] < tb.rlast[-1]

@@ -1,4 +1,4 @@
-"""wccp_srcfilt: the decision engine's scan prefilter. Against a Python model of the two bit
+"""wccp_srcfilt: the decision core's scan prefilter. Against a Python model of the two bit
 sets: every written cache address or MAC answers "maybe" from two edges after its write on
 (never a false "no"); a key whose 8-bit fold was never written answers "no"; the query is
 sampled by q_en and answered after the third edge after that; a write of one kind never sets the other;

@@ -1,5 +1,5 @@
 """wccp_stats: per-port and per-slot counters ({bytes, frames} words) under simultaneous
-events on every input (within what the MACs and decision engines can produce, incl. runt
+events on every input (within what the MACs and commit units can produce, incl. runt
 floods and decision bursts): every counter ends equal to the model; reads
 during traffic lag by a bounded time (< 2 us) and never run ahead."""
 import random
@@ -44,7 +44,7 @@ class TB:
 
     async def run(self, cycles, p_ev=0.15, reads=True, flood=False, burst=False):
         """Random events on every input at once, within the input contract of wccp_stats
-        (what the MACs and decision engines can produce): per port a receive event at most
+        (what the MACs and commit units can produce): per port a receive event at most
         every 3 cycles (runt fragments) and frames of n bytes at least n + 2 cycles apart,
         transmit events >= 84 cycles apart, decisions >= 9 cycles apart each raising up to
         three event cycles (learn, slot match, cause; several in one cycle too), at most 16 decisions queued behind a
