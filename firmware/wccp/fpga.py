@@ -184,14 +184,17 @@ class FpgaDataPlane(DataPlane):
 
     # -- DataPlane: tables (shadow) --
 
-    def configure(self, router_id, mac, mtu=1500):
+    def _older_than(self, minor):
+        """The FPGA's register map predates 1.<minor> (unknown, without the identity check: no)."""
+        return self.version is not None and (self.version & 0xFFFF) < minor
+
+    def configure(self, router_id, mac, mtu=DEFAULT_MTU):
         if not isinstance(router_id, int) or router_id < 0 or router_id > MASK32:
             raise ValueError("router_id must be an IPv4 address as int")
         m = check_mac(mac)
         if not isinstance(mtu, int) or mtu < MIN_MTU or mtu > MAX_MTU:
             raise ValueError("mtu must be %d..%d" % (MIN_MTU, MAX_MTU))
-        v = self.version
-        if mtu > DEFAULT_MTU and v is not None and (v & 0xFFFF) < MTU_MINOR:
+        if mtu > DEFAULT_MTU and self._older_than(MTU_MINOR):
             mtu = DEFAULT_MTU       # an older bitstream copies at most 1472 bytes behind GRE
         hi, lo = mac_words(m if m is not None else b"\x00" * 6)
         self._w(R.ROUTER_ID, [router_id, hi, lo, mtu])
@@ -306,13 +309,12 @@ class FpgaDataPlane(DataPlane):
     def set_policy(self, slot, closed=False, redirect_list=()):
         check_slot(slot)
         closed, acl = check_policy(closed, redirect_list)
-        v = self.version
-        if (closed or acl) and v is not None and (v & 0xFFFF) < ACL_MINOR:
+        if (closed or acl) and self._older_than(ACL_MINOR):
             # an older bitstream: a table it cannot hold (the router leaves this group
             # unredirected and programs the others)
             raise ValueError("this FPGA image (register map %d.%d) cannot hold a closed service or a "
                              "redirect-list: load a bitstream with register map 1.%d or later"
-                             % (v >> 16, v & 0xFFFF, ACL_MINOR))
+                             % (self.version >> 16, self.version & 0xFFFF, ACL_MINOR))
         words = acl_words(acl)
         sl = self.slots[slot]
         sl.closed, sl.acl = closed, acl

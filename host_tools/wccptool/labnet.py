@@ -11,6 +11,7 @@ import subprocess
 import threading
 import time
 
+from wccp.dataplane import DEFAULT_MTU, MAX_MTU
 from wccptool.procgroup import stop_group
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -22,15 +23,15 @@ FIRST_CACHE = 21
 FIRST_EXTRA_CLIENT = 100
 HTTP_PORT = 8080                 # firmware /status
 GRE_OVERHEAD = 28                # outer IPv4 + GRE + WCCP redirect header
-CACHE_MTU = 1500                 # the cache side's default MTU (Lab(cache_mtu=...): 1500-1532)
+CACHE_MTU = DEFAULT_MTU          # the cache side's default MTU (Lab(cache_mtu=...): up to MAX_CACHE_MTU)
 CLIENT_MTU = CACHE_MTU - GRE_OVERHEAD
-MAX_CACHE_MTU = 1532             # the appliance's largest MTU (wccp.dataplane.MAX_MTU)
+MAX_CACHE_MTU = MAX_MTU          # the appliance's largest MTU
 
 
 def client_mtu(cache_mtu):
     """The client side's MTU for a cache-side MTU: a GRE-redirected packet grows by 28 bytes, a
-    client packet is at most 1500 bytes."""
-    return min(1500, cache_mtu - GRE_OVERHEAD)
+    client packet is at most an Ethernet MTU (1500 bytes)."""
+    return min(DEFAULT_MTU, cache_mtu - GRE_OVERHEAD)
 
 
 class LabError(RuntimeError):
