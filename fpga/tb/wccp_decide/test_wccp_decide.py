@@ -15,8 +15,8 @@ with a valid header, status avail = 0: forwarded normally, as the model says) ar
 Handshakes are driven with random gaps, back-pressure and delayed learning acks; nothing
 depends on the core's internal states or cycle counts (decision latency is only measured
 and printed); the status is checked to be popped exactly once per frame, at or before its
-action's handshake, and no action, event or learning request of a frame comes before its
-status."""
+action's handshake, no action, event or learning request of a frame comes before its
+status, and a frame's decision events come in the cycle after its status pop."""
 import os
 import pathlib
 import random
@@ -463,6 +463,7 @@ class TB:
         since = 0
         extra = 0
         prev_held = prev_idle = pop = False
+        st_pop = 0                  # the status was popped in the previous cycle
         held = False
         cuts = []                   # actions taken with act_cut, in order
         nfin = 0
@@ -543,11 +544,13 @@ class TB:
             # learning targets held: busy, so that no table commit renumbers them before they are written
             assert not (lv and solo and not busy), "learning request while not busy"
             cause = int(d.ev_cause.value)
-            evs = cause or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value)
-            if evs or lv:
+            if (cause >> C_LEARN & 1) or lv:
                 # the frame taken (its status not yet popped) must have its status
                 assert st_head < n and st_vis[st_head] is not None and st_vis[st_head] < self.cycle, \
-                    "event or learning request of frame %d before its status" % st_head
+                    "learning request or event of frame %d before its status" % st_head
+            if (cause & ~(1 << C_LEARN)) or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value):
+                # a decision's events come in the cycle after its status pop
+                assert st_pop, "decision events not in the cycle after a status pop"
             self.sample_events(ev)
             st_pop = int(d.st_pop.value)
             if st_pop:
