@@ -340,19 +340,25 @@ module wccp_commit #(
     // and stomps the frame if the fin is bad. Status first (the commit): s_ok the decision's
     // action, a bad frame a drop of its bytes, a truncated datagram forwarded normally
     // (kind 0) if that was the decision's kind, else dropped.
-    wire ca = state[U_CA] || (wst && !s_go && cut_go);
-    wire use_d = ca || s_ok;
+    // Which of the two is told by this unit's registers alone (not by the hand-off): an
+    // action leaves from WST (or DEC with ho) either cut through, where the status is not
+    // latched (cut_go), or committed, where it is (s_go: s_rdy), and CA / OUT hold it; so
+    // cut_a (CA, or no status latched) is the cut-through form in every cycle whose fields
+    // the builder may take (the cycle before act_valid and those in which it is held).
+    wire cut_a = state[U_CA] || !s_have;
+    wire use_d = cut_a || s_ok;
     always @(posedge clk) begin
-        act_flen <= ca ? 11'd0 : l_flen;    // cut-through: the fin's, and stable while offered
-        act_cut <= ca;
+        act_flen <= cut_a ? 11'd0 : l_flen;    // cut-through: the fin's, and stable while offered
+        act_cut <= cut_a;
         // a cut-through action's first cycle (CA holds it)
         act_go <= (wst && !s_go && cut_go && !x_drop) ? (x_port ? 2'b10 : 2'b01) : 2'b00;
-        act_drop <= ca ? x_drop : (s_bad || (s_ok && x_drop) || (s_nr && x_redir));
+        act_drop <= cut_a ? x_drop : (s_bad || (s_ok && x_drop) || (s_nr && x_redir));
         act_port <= use_d ? x_port : (PORT[0] ^ 1'b1);
         act_kind <= use_d ? x_kind : 2'd0;
         act_hlen <= use_d ? x_hlen : 6'd0;
         act_src_off <= use_d ? x_src_off : 11'd0;
-        fin_good <= !s_bad && !(s_nr && x_redir);
+        // (read in FIN, long after the hand-off: the unit's copy)
+        fin_good <= !s_bad && !(s_nr && r_redir);
         fin_flen <= l_flen;
     end
 endmodule
