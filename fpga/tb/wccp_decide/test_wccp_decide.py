@@ -62,7 +62,7 @@ C_LEARN = 8
 ACT_FIELDS = ("drop", "port", "start", "flen", "hlen", "kind", "dmac", "smac", "vlan", "tci", "tl", "csum",
               "rid", "cip", "rh", "src_off", "cut")
 BUNDLE_FIELDS = ("start", "dst_mac", "src_mac", "vlan", "tci", "is_ip", "ip_hdr_ok", "proto", "sip",
-                 "dip", "sport", "dport", "totlen", "ihl", "l4w0", "l4b4", "len4", "len8")
+                 "dip", "tcpudp", "totlen", "ihl", "l4w0", "l4b4", "len4", "len8")
 STATUS_FIELDS = ("good", "avail", "flen")
 GRE_CLIP = 1472     # wccp_builder copies at most this many bytes behind a GRE header
 
@@ -125,7 +125,7 @@ def parse_bundle(fr, start=0):
     return {"start": start, "dst_mac": int.from_bytes(fr[0:6], "big"),
             "src_mac": int.from_bytes(fr[6:12], "big"), "vlan": int(vlan), "tci": tci, "is_ip": int(is_ip),
             "ip_hdr_ok": int(ok), "proto": proto, "sip": sip, "dip": dip,
-            "sport": (l4b[0] << 8 | l4b[1]) if tcpudp else 0, "dport": (l4b[2] << 8 | l4b[3]) if tcpudp else 0,
+            "tcpudp": int(tcpudp),
             "totlen": tlen, "ihl": ihl, "l4w0": int.from_bytes(bytes(l4b[0:4]), "big"), "l4b4": l4b[4],
             "len4": l4b[6] << 8 | l4b[7], "len8": l4b[10] << 8 | l4b[11]}
 
