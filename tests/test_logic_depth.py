@@ -116,9 +116,9 @@ def _fed_by(mod, inputs):
 
 
 def test_cross_die_paths_stay_short():
-    """The netlist as synthesis builds it, modules kept apart: what crosses the die between a
-    port's receive queue and commit unit (at its pins) and the one decision core is a register
-    and at most one LUT.
+    """The netlist as synthesis builds it, modules kept apart: two kinds of path that cross the
+    die between a port's receive queue and commit unit (at its pins) and the one decision core
+    stay a register and at most one LUT.
     - Every register of the decision core loaded from the queue heads' bundle fields (the
       bundle registers, the prefilter's query) is loaded through one LUT (the port
       multiplexer): nothing it computes from the bundle (ports, per-slot ports, hash key folds)
