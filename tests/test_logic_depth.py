@@ -29,6 +29,15 @@ def test_logic_depth_finds_the_deep_register():
         assert "-> y " in out.stdout and "LUT4" in out.stdout, out.stdout      # the path is printed
 
 
+def _synth_core(d, opts=""):
+    """Synthesise fpga_core (fpga/rtl without the board top) into d/core.json; its path."""
+    rtl = os.path.join(ROOT, "fpga", "rtl")
+    srcs = " ".join(os.path.join(rtl, f) for f in sorted(os.listdir(rtl)) if f.endswith(".v") and f != "fpga.v")
+    core = os.path.join(d, "core.json")
+    yosys("read_verilog -I%s %s; synth_ecp5 %s-top fpga_core -json %s" % (rtl, srcs, opts, core), timeout=900)
+    return core
+
+
 def _outreg_check(js, top):
     return subprocess.run([sys.executable, os.path.join(ROOT, "fpga", "tools", "logic_depth.py"), js,
                            "--top", top, "--require-outreg", "--brams"],
@@ -41,11 +50,7 @@ def test_every_block_ram_read_port_has_its_output_register():
     block RAMs fit the LFE5U-25F (56), and the 17 reset copies and the commit strobe's copy are
     not merged into one. The check itself flags yosys' own mapping."""
     with scratch_dir("test_outreg") as d:
-        rtl = os.path.join(ROOT, "fpga", "rtl")
-        srcs = " ".join(os.path.join(rtl, f) for f in sorted(os.listdir(rtl))
-                        if f.endswith(".v") and f != "fpga.v")
-        core = os.path.join(d, "core.json")
-        yosys("read_verilog -I%s %s; synth_ecp5 -top fpga_core -json %s" % (rtl, srcs, core), timeout=900)
+        core = _synth_core(d)
         out = _outreg_check(core, "fpga_core")
         assert out.returncode == 0, out.stdout[-3000:]
         ports = [ln for ln in out.stdout.splitlines() if " OUTREG " in ln or " NOREG " in ln]
@@ -127,12 +132,7 @@ def test_cross_die_paths_stay_short():
       hand-off (ho, the decision's registers) reaches them, only the learnt-location writer's
       acknowledge (the learn event)."""
     with scratch_dir("test_crossdie") as d:
-        rtl = os.path.join(ROOT, "fpga", "rtl")
-        srcs = " ".join(os.path.join(rtl, f) for f in sorted(os.listdir(rtl))
-                        if f.endswith(".v") and f != "fpga.v")
-        js = os.path.join(d, "core.json")
-        yosys("read_verilog -I%s %s; synth_ecp5 -noflatten -top fpga_core -json %s" % (rtl, srcs, js), timeout=900)
-        nl = json.load(open(js))
+        nl = json.load(open(_synth_core(d, "-noflatten ")))
     fed = _fed_by(_module(nl, "wccp_decide"), BUNDLE_IN)
     deep = sorted((sorted(nm), depth) for nm, depth in fed.values() if depth != 1)
     assert not deep, "loaded from the queue heads through more than one cell: %s" % deep
