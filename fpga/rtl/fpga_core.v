@@ -202,10 +202,10 @@ module fpga_core #(
     assign lr_valid1 = lrv[1]; assign lr_idx1 = lri[1]; assign lr_mac1 = lrm[1]; assign lra[1] = lr_ack1;
 
     // the queue heads, {port 1, port 0} in each field
-    wire [1:0]  q_valid, q_soon, q_pop, q_free, q_vlan, q_is_ip, q_ip_hdr_ok;
+    wire [1:0]  q_valid, q_soon, q_pop, q_free, q_vlan, q_is_ip, q_ip_hdr_ok, q_tcpudp;
     wire [2*BUF_AW-1:0] q_start;
     wire [95:0] q_dst, q_src;
-    wire [31:0] q_tci, q_sport, q_dport, q_totlen, q_len4, q_len8;
+    wire [31:0] q_tci, q_totlen, q_len4, q_len8;
     wire [15:0] q_proto, q_l4b4;
     wire [63:0] q_sip, q_dip, q_l4w0;
     wire [7:0]  q_ihl;
@@ -265,7 +265,7 @@ module fpga_core #(
         .in_valid(q_valid), .in_ready(q_pop), .in_free(q_free), .in_soon(q_soon),
         .in_dst_mac(q_dst), .in_src_mac(q_src), .in_vlan(q_vlan),
         .in_is_ip(q_is_ip), .in_ip_hdr_ok(q_ip_hdr_ok), .in_proto(q_proto), .in_sip(q_sip),
-        .in_dip(q_dip), .in_sport(q_sport), .in_dport(q_dport), .in_totlen(q_totlen),
+        .in_dip(q_dip), .in_tcpudp(q_tcpudp), .in_totlen(q_totlen),
         .in_ihl(q_ihl), .in_l4w0(q_l4w0), .in_l4b4(q_l4b4), .in_len4(q_len4), .in_len8(q_len8),
         .active(active), .router_id(router_id), .mtu(mtu), .nh_mac(nh_mac),
         .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
@@ -306,7 +306,7 @@ module fpga_core #(
             .q_dst_mac(q_dst[g*48 +: 48]), .q_src_mac(q_src[g*48 +: 48]), .q_vlan(q_vlan[g]),
             .q_tci(q_tci[g*16 +: 16]), .q_is_ip(q_is_ip[g]), .q_ip_hdr_ok(q_ip_hdr_ok[g]),
             .q_proto(q_proto[g*8 +: 8]), .q_sip(q_sip[g*32 +: 32]), .q_dip(q_dip[g*32 +: 32]),
-            .q_sport(q_sport[g*16 +: 16]), .q_dport(q_dport[g*16 +: 16]), .q_totlen(q_totlen[g*16 +: 16]),
+            .q_tcpudp(q_tcpudp[g]), .q_totlen(q_totlen[g*16 +: 16]),
             .q_ihl(q_ihl[g*4 +: 4]), .q_l4w0(q_l4w0[g*32 +: 32]), .q_l4b4(q_l4b4[g*8 +: 8]),
             .q_len4(q_len4[g*16 +: 16]), .q_len8(q_len8[g*16 +: 16]),
             .st_valid(st_valid), .st_pop(st_pop), .st_good(st_good), .st_avail(st_avail),

@@ -36,10 +36,12 @@
 //     or a truncated datagram that the decision redirects, decapsulates or drops);
 //   - else wait (the status is being latched, or the builder is busy with an earlier frame:
 //     store-and-forward, so that a bad frame is skipped, not stomped).
-// The commit pops the status and raises the decision's events (one-cycle pulses) when the
-// status says the decision stands; a bad frame counts nothing here (the receive queue
-// counted its drop), a truncated IPv4 datagram counts `truncated` (redirect, decapsulation
-// or drop: dropped) or `not redirectable` (plain forwarding: forwarded).
+// The commit pops the status (st_pop, the registered commit) and, in the cycle after the pop,
+// raises the decision's events (one-cycle pulses) when the status says the decision stands;
+// a bad frame counts nothing here (the receive queue counted its drop), a truncated IPv4
+// datagram counts `truncated` (redirect, decapsulation or drop: dropped) or `not
+// redirectable` (plain forwarding: forwarded). The events come from this unit's registers
+// only (st_pop, the status flags and its copy of the decision), not from the core's.
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_commit #(
@@ -262,10 +264,6 @@ module wccp_commit #(
     wire [1:0]  x_kind = ho ? d_kind : r_kind;
     wire [5:0]  x_hlen = ho ? d_hlen : r_hlen;
     wire [10:0] x_src_off = ho ? d_src_off : r_src_off;
-    wire [11:0] x_ev = ho ? h_ev : r_ev;
-    wire        e_ntr = x_ev[11], e_fromc = x_ev[10], e_unass = x_ev[9], e_unkn = x_ev[8],
-                e_toobig = x_ev[7], e_ret = x_ev[6], e_l2 = x_ev[5], e_gre = x_ev[4],
-                e_retbad = x_ev[3], e_slot = x_ev[2], e_cache = x_ev[1], e_bucket = x_ev[0];
     // anything but plain forwarding (a truncated datagram is then dropped)
     wire        x_redir = x_drop || x_kind[0] || x_kind[1];
 
@@ -306,23 +304,33 @@ module wccp_commit #(
     end
 
     // ---- events ----
+    // Registered in the cycle the status is popped (st_pop: the commit was in the cycle
+    // before) from this unit's registers: the decision's copies (r_*, loaded at the hand-off,
+    // which is never after the commit, and kept until the next frame's) and the status flags
+    // (no take falls in the commit cycle or the pop cycle: the unit is not free then, so they
+    // are those the commit saw).
+    wire        e_ntr = r_ev[11], e_fromc = r_ev[10], e_unass = r_ev[9], e_unkn = r_ev[8],
+                e_toobig = r_ev[7], e_ret = r_ev[6], e_l2 = r_ev[5], e_gre = r_ev[4],
+                e_retbad = r_ev[3], e_slot = r_ev[2], e_cache = r_ev[1], e_bucket = r_ev[0];
+    wire        r_redir = r_drop || r_kind[0] || r_kind[1];
+    wire        c_ok = st_pop && s_ok;       // the decision stands
     always @(posedge clk) begin
         ev_cause <= 12'd0;
-        ev_cause[C_NOTRED] <= commit && e_ntr && s_nr && !x_redir;
-        ev_cause[C_TRUNC]  <= commit && s_nr && x_redir;     // dropped (see fin_good)
-        ev_cause[C_FROMC]  <= commit && s_ok && e_fromc;
-        ev_cause[C_UNASS]  <= commit && s_ok && e_unass && !x_drop;
-        ev_cause[C_CLOSED] <= commit && s_ok && e_unass && x_drop;   // a closed slot's drop
-        ev_cause[C_UNKN]   <= commit && s_ok && e_unkn;
-        ev_cause[C_TOOBIG] <= commit && s_ok && e_toobig;
-        ev_cause[C_RET]    <= commit && s_ok && e_ret;
-        ev_cause[C_L2]     <= commit && s_ok && e_l2;
-        ev_cause[C_GRE]    <= commit && s_ok && e_gre;
+        ev_cause[C_NOTRED] <= st_pop && s_nr && e_ntr && !r_redir;
+        ev_cause[C_TRUNC]  <= st_pop && s_nr && r_redir;     // dropped (see fin_good)
+        ev_cause[C_FROMC]  <= c_ok && e_fromc;
+        ev_cause[C_UNASS]  <= c_ok && e_unass && !r_drop;
+        ev_cause[C_CLOSED] <= c_ok && e_unass && r_drop;     // a closed slot's drop
+        ev_cause[C_UNKN]   <= c_ok && e_unkn;
+        ev_cause[C_TOOBIG] <= c_ok && e_toobig;
+        ev_cause[C_RET]    <= c_ok && e_ret;
+        ev_cause[C_L2]     <= c_ok && e_l2;
+        ev_cause[C_GRE]    <= c_ok && e_gre;
         ev_cause[C_LEARN]  <= l_take;                        // with each learning write
-        ev_cause[C_RETBAD] <= commit && s_ok && e_retbad;
-        ev_slot <= commit && s_ok && e_slot && !(e_unass && x_drop);
-        ev_cache <= commit && s_ok && e_cache;
-        ev_bucket <= commit && s_ok && e_bucket && !(e_unass && x_drop);
+        ev_cause[C_RETBAD] <= c_ok && e_retbad;
+        ev_slot <= c_ok && e_slot && !(e_unass && r_drop);
+        ev_cache <= c_ok && e_cache;
+        ev_bucket <= c_ok && e_bucket && !(e_unass && r_drop);
         ev_bytes <= {1'b0, l_flen} + 12'd4;
     end
 
@@ -332,19 +340,25 @@ module wccp_commit #(
     // and stomps the frame if the fin is bad. Status first (the commit): s_ok the decision's
     // action, a bad frame a drop of its bytes, a truncated datagram forwarded normally
     // (kind 0) if that was the decision's kind, else dropped.
-    wire ca = state[U_CA] || (wst && !s_go && cut_go);
-    wire use_d = ca || s_ok;
+    // Which of the two is told by this unit's registers alone (not by the hand-off): an
+    // action leaves from WST (or DEC with ho) either cut through, where the status is not
+    // latched (cut_go), or committed, where it is (s_go: s_rdy), and CA / OUT hold it; so
+    // cut_a (CA, or no status latched) is the cut-through form in every cycle whose fields
+    // the builder may take (the cycle before act_valid and those in which it is held).
+    wire cut_a = state[U_CA] || !s_have;
+    wire use_d = cut_a || s_ok;
     always @(posedge clk) begin
-        act_flen <= ca ? 11'd0 : l_flen;    // cut-through: the fin's, and stable while offered
-        act_cut <= ca;
+        act_flen <= cut_a ? 11'd0 : l_flen;    // cut-through: the fin's, and stable while offered
+        act_cut <= cut_a;
         // a cut-through action's first cycle (CA holds it)
         act_go <= (wst && !s_go && cut_go && !x_drop) ? (x_port ? 2'b10 : 2'b01) : 2'b00;
-        act_drop <= ca ? x_drop : (s_bad || (s_ok && x_drop) || (s_nr && x_redir));
+        act_drop <= cut_a ? x_drop : (s_bad || (s_ok && x_drop) || (s_nr && x_redir));
         act_port <= use_d ? x_port : (PORT[0] ^ 1'b1);
         act_kind <= use_d ? x_kind : 2'd0;
         act_hlen <= use_d ? x_hlen : 6'd0;
         act_src_off <= use_d ? x_src_off : 11'd0;
-        fin_good <= !s_bad && !(s_nr && x_redir);
+        // (read in FIN, long after the hand-off: the unit's copy)
+        fin_good <= !s_bad && !(s_nr && r_redir);
         fin_flen <= l_flen;
     end
 endmodule

@@ -73,8 +73,7 @@ module wccp_decide #(
     input  wire [15:0]   in_proto,
     input  wire [63:0]   in_sip,
     input  wire [63:0]   in_dip,
-    input  wire [31:0]   in_sport,
-    input  wire [31:0]   in_dport,
+    input  wire [1:0]    in_tcpudp,      // TCP or UDP: the ports are in_l4w0's halves
     input  wire [31:0]   in_totlen,
     input  wire [7:0]    in_ihl,
     input  wire [63:0]   in_l4w0,
@@ -224,8 +223,7 @@ module wccp_decide #(
     wire [7:0]  b_proto = sel ? in_proto[15:8] : in_proto[7:0];
     wire [31:0] b_sip = sel ? in_sip[63:32] : in_sip[31:0];
     wire [31:0] b_dip = sel ? in_dip[63:32] : in_dip[31:0];
-    wire [15:0] b_sport = sel ? in_sport[31:16] : in_sport[15:0];
-    wire [15:0] b_dport = sel ? in_dport[31:16] : in_dport[15:0];
+    wire        b_tcpudp = sel ? in_tcpudp[1] : in_tcpudp[0];
     wire [15:0] b_totlen = sel ? in_totlen[31:16] : in_totlen[15:0];
     wire [3:0]  b_ihl = sel ? in_ihl[7:4] : in_ihl[3:0];
     wire [31:0] b_l4w0 = sel ? in_l4w0[63:32] : in_l4w0[31:0];
@@ -256,7 +254,8 @@ module wccp_decide #(
     reg        f_is_ip, f_ip_hdr_ok;
     reg [7:0]  f_proto;
     reg [31:0] f_sip, f_dip;
-    reg [15:0] f_sport, f_dport, f_totlen;
+    reg        f_tcpudp;
+    reg [15:0] f_totlen;
     reg [3:0]  f_ihl;
     reg [31:0] f_l4w0;
     reg [7:0]  f_l4b4;
@@ -273,8 +272,8 @@ module wccp_decide #(
         end
         if (state[S_IDLE]) begin
             f_vlan <= b_vlan; f_is_ip <= b_is_ip; f_ip_hdr_ok <= b_ip_hdr_ok;
-            f_proto <= b_proto; f_sport <= b_sport;
-            f_dport <= b_dport; f_totlen <= b_totlen; f_ihl <= b_ihl; f_l4w0 <= b_l4w0;
+            f_proto <= b_proto; f_tcpudp <= b_tcpudp;
+            f_totlen <= b_totlen; f_ihl <= b_ihl; f_l4w0 <= b_l4w0;
             f_l4b4 <= b_l4b4; f_len4 <= b_len4; f_len8 <= b_len8;
         end
     end
@@ -296,8 +295,9 @@ module wccp_decide #(
     // protocol match; slot match; first matching slot; its configuration
     reg [127:0] c_port;          // slot*16: the frame's source or destination port
     reg [63:0]  c_peqh, c_peql;  // slot*8 + j: high / low byte equal
-    reg [7:0]   c_pm, c_pz, c_preq, c_protok;
-    reg         f_spz, f_dpz;    // the frame's source / destination port is 0
+    reg [7:0]   c_pz, c_preq, c_protok;
+    reg [15:0]  f_sport, f_dport;    // the frame's ports (0 unless TCP or UDP)
+    reg         f_spz, f_dpz;        // the frame's source / destination port is 0
     wire [63:0] c_svp;           // slot*8: the slot's protocol (a local copy)
     wire [7:0]  c_pr0, c_needp;  // slot's protocol is 0; slot needs a port match
     wire [7:0]  c_hsel, c_msel;  // slot's assignment is hash / mask (with mask sets)
@@ -305,6 +305,8 @@ module wccp_decide #(
     wire [7:0]  c_psel;          // slot hashes with RFC 3074's Pearson hash (GROUP_FLAGS_PEARSON)
     reg  [3:0]  p_kf;            // the first matching slot's (picked with msl: pb a cycle early)
     reg         p_pear;          // the first matching slot's Pearson flag (with p_kf)
+    reg         a_pick;          // the first matching slot has a redirect-list (with p_kf)
+    reg  [3:0]  a_n;             // its entry count
     reg [7:0]   smatch_r;
     reg [2:0]   msl;
     // copies of msl for its far consumers (timing: msl feeds the 96-bit configuration mux;
@@ -312,17 +314,34 @@ module wccp_decide #(
     // msl_f picks the slot's from-a-cache flag, msl_a the table addresses and the slot index
     reg [2:0]   msl_f, msl_a;
     reg         mfound;
-    reg [2:0]   first_slot;
-    reg         any_slot;
-    always @(*) begin
-        first_slot = 3'd0;
-        any_slot = 1'b0;
-        for (s = 7; s >= 0; s = s - 1)
-            if (smatch_r[s] && !a_rej[s]) begin     // (a_rej: refused by its redirect-list)
-                first_slot = s[2:0];
-                any_slot = 1'b1;
-            end
-    end
+    // the first matching slot (f_m: matching, not refused by its redirect-list) and its
+    // per-slot configuration ({index, key flags, entry count, has a list, Pearson}, 13 bits a
+    // slot), picked straight from the match in three levels of 2:1 selects, each a LUT (kept
+    // apart for synthesis: no priority encoder followed by 8:1 selects); slot 7's when none
+    // matches (any_slot low: nothing reads them then)
+    wire [7:0]   f_m = smatch_r & ~a_rej;
+    reg  [103:0] c_first;
+    always @(*)
+        for (s = 0; s < 8; s = s + 1)
+            c_first[s*13 +: 13] = {s[2:0], c_hkf[s*4 +: 4], c_nacl[s*4 +: 4], c_hasacl[s], c_psel[s]};
+    (* keep *) wire [51:0] f_v1;     // pair j: the first of slots 2j, 2j + 1
+    (* keep *) wire [3:0]  f_a1;     // pair j: either matches
+    (* keep *) wire [25:0] f_v2;     // quad i: the first of slots 4i .. 4i + 3
+    (* keep *) wire [1:0]  f_a2;
+    genvar fj;
+    generate
+        for (fj = 0; fj < 4; fj = fj + 1) begin : g_first1
+            assign f_v1[fj*13 +: 13] = f_m[2*fj] ? c_first[2*fj*13 +: 13] : c_first[(2*fj+1)*13 +: 13];
+            assign f_a1[fj] = f_m[2*fj] || f_m[2*fj+1];
+        end
+        for (fj = 0; fj < 2; fj = fj + 1) begin : g_first2
+            assign f_v2[fj*13 +: 13] = f_a1[2*fj] ? f_v1[2*fj*13 +: 13] : f_v1[(2*fj+1)*13 +: 13];
+            assign f_a2[fj] = f_a1[2*fj] || f_a1[2*fj+1];
+        end
+    endgenerate
+    wire [12:0] f_first = f_a2[0] ? f_v2[12:0] : f_v2[25:13];
+    wire [2:0]  first_slot = f_first[12:10];
+    wire        any_slot = f_a2[0] || f_a2[1];
 
     // ---- GRE return checks ----
     reg  [15:0] g_hlen4, g_prel, g_il, g_prel4, g_prelil;
@@ -555,14 +574,16 @@ module wccp_decide #(
                       (alt_used ? ab : 8'd0), (x_hash ? pb : 8'd0)};
 
     // classification and GRE checks: registered every cycle from the latched bundle and the
-    // live configuration (both stable while a frame is decided; each slot's port c_port and
-    // the key folds h_* are loaded from the queue head while idle, so they are valid with the
-    // latch like the bundle registers). The first slot (msl) is valid 5 cycles after the
-    // latch, its configuration (m_*) and its hash / mask flags (m_hash, m_mask: per-slot
-    // flags of wccp_decide_cfg) 6, the x_* flags and ab 7 cycles after; pb 6 (its key
-    // flags p_kf are picked with the first slot, like msl, from wccp_decide_cfg's per-slot
-    // copy: the bucket address is valid with S_DEC); they only matter
-    // for frames with a valid IPv4 header, whose scan (ended by the prefilter's "no" in its
+    // live configuration (both stable while a frame is decided). Nothing but the bundle
+    // registers is loaded from the queue heads (their multiplexer is fed from both ports,
+    // far apart): the frame's ports (f_sport, f_dport, their zero flags) are valid 2 cycles
+    // after the latch, each slot's port c_port 2, its port-list byte compares 3, the slot
+    // matches 4 (the list's OR is part of the match), the key folds h_* 3. The first slot
+    // (msl) is valid 5 cycles after the latch, its configuration (m_*) and its hash / mask
+    // flags (m_hash, m_mask: per-slot flags of wccp_decide_cfg) 6, the x_* flags and ab 7
+    // cycles after; pb 6 (its key flags p_kf are picked with the first slot, like msl, from
+    // wccp_decide_cfg's per-slot copy: the bucket address is valid with S_DEC); they only
+    // matter for frames with a valid IPv4 header, whose scan (ended by the prefilter's "no" in its
     // first S_SCAN cycle, 4 cycles after the latch, which goes straight to S_PRE) keeps the
     // state machine out of S_PRE until 5 cycles after the latch: S_DEC, 7 cycles after, reads
     // the x_* flags in the first cycle they are valid, and S_B1 / S_B1L the primary bucket's
@@ -570,31 +591,30 @@ module wccp_decide #(
     // the latch, in time for S_DEC (7 for a frame without a valid IPv4 header too: no scan).
     always @(posedge clk) begin
         for (cs = 0; cs < 8; cs = cs + 1) begin
-            // the slot's port: loaded from the queue head while idle (like the bundle
-            // registers, with the live configuration: a commit lands while the core is
-            // idle and held), so it is valid with the latch. It is taken from the head's
-            // first L4 word as stored, without the TCP/UDP check that in_sport / in_dport
-            // apply (that flag would fan out to all 8 slots): for a frame that is not TCP or
-            // UDP the port is 0 (c_pz below), which fails a slot that needs a port whatever
-            // c_pm says
-            if (state[S_IDLE]) c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? b_l4w0[31:16] : b_l4w0[15:0];
+            // the slot's port, from the frame's first L4 word as stored, without the
+            // TCP/UDP check of f_sport / f_dport (that flag would fan out to all 8 slots):
+            // for a frame that is not TCP or UDP the port is 0 (c_pz below), which fails a
+            // slot that needs a port whatever the list compares say
+            c_port[cs*16 +: 16] <= grp_flags[cs*32 + 5] ? f_l4w0[31:16] : f_l4w0[15:0];
             for (cj = 0; cj < 8; cj = cj + 1) begin
                 c_peqh[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 + 8 +: 8] == c_port[cs*16 + 8 +: 8]);
                 c_peql[cs*8 + cj] <= (grp_ports[cs*128 + (7-cj)*16 +: 8] == c_port[cs*16 +: 8]);
             end
-            // the slot's port is 0: from the frame's two flags (a cycle later than c_port
-            // would give it, still in time: smatch_r waits for c_pm)
+            // the slot's port is 0: from the frame's two flags (with the list compares)
             c_pz[cs] <= grp_flags[cs*32 + 5] ? f_spz : f_dpz;
-            c_pm[cs] <= |(c_peqh[cs*8 +: 8] & c_peql[cs*8 +: 8]);
             c_preq[cs] <= (c_svp[cs*8 +: 8] == f_proto);
             c_protok[cs] <= grp_ctrl[cs*32] && (c_pr0[cs] || c_preq[cs]);
-            smatch_r[cs] <= c_protok[cs] && (!c_needp[cs] || (!c_pz[cs] && c_pm[cs]));
+            // the slot matches: protocol, and a port of its list where it needs one (an
+            // entry's two byte compares both equal)
+            smatch_r[cs] <= c_protok[cs] && (!c_needp[cs] || (!c_pz[cs] && (|(c_peqh[cs*8 +: 8] & c_peql[cs*8 +: 8]))));
         end
-        f_spz <= (f_sport == 16'd0);
-        f_dpz <= (f_dport == 16'd0);
+        f_sport <= f_tcpudp ? f_l4w0[31:16] : 16'd0;
+        f_dport <= f_tcpudp ? f_l4w0[15:0] : 16'd0;
+        f_spz <= !f_tcpudp || (f_l4w0[31:16] == 16'd0);
+        f_dpz <= !f_tcpudp || (f_l4w0[15:0] == 16'd0);
         msl <= first_slot;
-        p_kf <= c_hkf[first_slot*4 +: 4];
-        p_pear <= (PEARSON != 0) && c_psel[first_slot];
+        {p_kf, a_n, a_pick} <= f_first[9:1];
+        p_pear <= (PEARSON != 0) && f_first[0];
         msl_f <= rst ? 3'd0 : first_slot;
         msl_a <= rst ? 3'd7 : first_slot;
         mfound <= any_slot;
@@ -635,12 +655,11 @@ module wccp_decide #(
         nh_nz <= |nh_nz4;
         r_decmac <= nh_nz ? nh_p : f_dst;
 
-        if (state[S_IDLE]) begin        // from the queue head, valid with the latch
-            h_sip <= fold32(b_sip);
-            h_dip <= fold32(b_dip);
-            h_sp <= b_sport[15:8] ^ b_sport[7:0];
-            h_dp <= b_dport[15:8] ^ b_dport[7:0];
-        end
+        // the key folds: 2 (addresses) and 3 (ports) cycles after the latch
+        h_sip <= fold32(f_sip);
+        h_dip <= fold32(f_dip);
+        h_sp <= f_sport[15:8] ^ f_sport[7:0];
+        h_dp <= f_dport[15:8] ^ f_dport[7:0];
         // (PEARSON = 0: no path from the Pearson engine, which synthesis then removes)
         pb <= (PEARSON != 0 && p_pear) ? ph_p :
               (p_kf[0] ? h_sip : 8'd0) ^ (p_kf[1] ? h_dip : 8'd0) ^
@@ -871,10 +890,9 @@ module wccp_decide #(
     // (a_res) or not. Words issued after the deciding entry's are ignored (the pipeline
     // flags clear outside the scan). A refused slot is cleared in a_rej (the slot match
     // then picks the next one: back to S_PRE through a_next, a cycle for msl to follow).
-    reg        a_scan, a_next, a_iv, a_fin, a_res, a_pass, a_perm, a_m, a_sm, a_base, a_pick;
+    reg        a_scan, a_next, a_iv, a_fin, a_res, a_pass, a_perm, a_m, a_sm, a_base;
     reg [4:0]  a_w;
     reg [2:0]  a_ph, a_e, a_nm1;
-    reg [3:0]  a_n;
     reg [2:0]  a_p1, a_p2;       // issued word's one-hot kind, one and two cycles later
     reg        a_l1, a_l2, a_v3, a_l3;   // last entry's word; the data stage's DST, a cycle later
     reg [5:0]  a_dl;
@@ -884,8 +902,6 @@ module wccp_decide #(
     wire       a_go = state[S_PRE] && a_base && mfound && a_pick && !a_pass;
     wire [5:0] a_len = a_p2[0] ? acl_rdata[5:0] : a_dl;
     always @(posedge clk) begin
-        a_pick <= c_hasacl[first_slot];
-        a_n <= c_nacl[first_slot*4 +: 4];
         a_base <= f_is_ip && f_ip_hdr_ok && !g_ret_hit && active;
         r_closed <= m_ctrl[3];
         // issue

@@ -56,8 +56,7 @@ module wccp_rxq #(
     output wire [7:0]    q_proto,
     output wire [31:0]   q_sip,
     output wire [31:0]   q_dip,
-    output wire [15:0]   q_sport,
-    output wire [15:0]   q_dport,
+    output wire          q_tcpudp,      // TCP or UDP: the ports are q_l4w0's halves
     output wire [15:0]   q_totlen,
     output wire [3:0]    q_ihl,
     output wire [31:0]   q_l4w0,
@@ -143,7 +142,7 @@ module wccp_rxq #(
         .a_wdata(r_data), .a_rdata(a_unused), .b_addr(buf_raddr), .b_rdata(buf_rdata));
 
     // ---- bundle queue ----
-    // sport/dport are not stored: they are l4w0 when the frame is TCP/UDP (one flag bit)
+    // sport/dport are not stored: they are l4w0's halves when the frame is TCP/UDP (a flag)
     localparam BW = BUF_AW + 48 + 48 + 1 + 16 + 1 + 1 + 8 + 32 + 32 + 1 + 16 + 4 + 32 + 8 + 16 + 16;
     reg [BW-1:0] q [0:(1 << QAW) - 1];
     reg [QAW:0]  qw, qr;
@@ -177,11 +176,8 @@ module wccp_rxq #(
             q_all0 = q_all0 && !q_used[j];
         end
     end
-    wire         q_tcpudp;
     assign {q_start, q_dst_mac, q_src_mac, q_vlan, q_tci, q_is_ip, q_ip_hdr_ok, q_proto, q_sip,
             q_dip, q_tcpudp, q_totlen, q_ihl, q_l4w0, q_l4b4, q_len4, q_len8} = q[qr[QAW-1:0]];
-    assign q_sport = q_tcpudp ? q_l4w0[31:16] : 16'd0;
-    assign q_dport = q_tcpudp ? q_l4w0[15:0] : 16'd0;
 
     // a frame is arriving (from its first byte on the MAC's early stream to its parser's done)
     // and its bundle is not pushed yet: the decision core turns its port pointer to a port

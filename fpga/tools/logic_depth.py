@@ -157,6 +157,47 @@ def analyse(mod):
     return cells, names, arrival, ends
 
 
+COMB = ("LUT4", "PFUMX", "L6MUX21", "CCU2C")
+
+
+def cone(cells, driver, bits, memo=None):
+    """Where bits come from through combinational cells (LUT4, PFUMX, L6MUX21, CCU2C):
+    {source: cells on the deepest path}, a source being (cell, output port) of anything else
+    (a register, a RAM, a submodule instance of a -noflatten netlist) or (None, bit) for a bit
+    no cell drives (a module input). memo: a dict to share between calls on one netlist."""
+    memo = {} if memo is None else memo
+
+    def of(b):
+        if b in memo:
+            return memo[b]
+        memo[b] = {}                 # provisional (breaks combinational loops)
+        if b not in driver:
+            out = {(None, b): 0}
+        else:
+            cn, op = driver[b]
+            c = cells[cn]
+            if c["type"] not in COMB:
+                out = {(cn, op): 0}
+            else:
+                out = {}
+                for ip, ibits in c["connections"].items():
+                    if c.get("port_directions", {}).get(ip) == "output":
+                        continue
+                    for ib in ibits:
+                        if isinstance(ib, int):
+                            for src, n in of(ib).items():
+                                out[src] = max(out.get(src, 0), n + 1)
+        memo[b] = out
+        return out
+
+    res = {}
+    for b in bits:
+        if isinstance(b, int):
+            for src, n in of(b).items():
+                res[src] = max(res.get(src, 0), n)
+    return res
+
+
 def regmode(c, port):
     """REGMODE of DP16KD port 'A' or 'B' (yosys writes string parameters as text)."""
     return str(c.get("parameters", {}).get("REGMODE_" + port, "NOREG"))

@@ -19,8 +19,8 @@ Checked for every frame, against the commit rules written out here (`expected`):
   later; a frame whose status was there well before the hand-off is never cut through, one
   whose status comes long after it with the builder idle always is;
 - the status is popped once, after it was presented, and the events (cause bits, slot, cache
-  and bucket events with their indices and the frame's bytes) come with the pop, as the rules
-  say for the status;
+  and bucket events with their indices and the frame's bytes) come in the cycle after the pop,
+  as the rules say for the status, whatever the core's registers do from the hand-off on;
 - learning: a good and complete frame's targets are requested in order with the frame's
   source MAC, one at a time, at least 9 cycles apart, each with a learn event, all before the
   commit; a bad or truncated frame's are dropped; at most 16 targets are held before the
@@ -166,6 +166,7 @@ class TB:
         pend_act = pend_fin = pend_lr = None
         act_first = True
         st_shown = None         # cycle the status was first presented
+        popped = None           # (cycle, frame) of the last status pop
         stall = 0
         while k < n:
             await RisingEdge(d.clk)
@@ -210,21 +211,12 @@ class TB:
                 assert not f.pops, "frame %d: status popped twice" % k
                 assert not lv and f.learns == [(t, f.head["src_mac"]) for t in expected_learns(f)], \
                     "frame %d: commit before its learning" % k
-                f.pops.append(c)
-            cause = int(d.ev_cause.value)
-            if cause >> CAUSE["learn"] & 1:
+            if int(d.ev_cause.value) >> CAUSE["learn"] & 1:
                 f.ev["learns"] = f.ev.get("learns", 0) + 1
-            cause &= ~(1 << CAUSE["learn"])
-            if cause or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value):
-                assert f.pops == [c], "frame %d: events not with the status pop" % k
-                f.ev["cause"] += [b for b in range(12) if cause >> b & 1]
-                si, nb = int(d.ev_slot_idx.value), int(d.ev_bytes.value)
-                if int(d.ev_slot.value):
-                    f.ev["slot"].append((si, nb))
-                if int(d.ev_cache.value):
-                    f.ev["cache"].append((si, int(d.ev_cache_idx.value), nb))
-                if int(d.ev_bucket.value):
-                    f.ev["bucket"].append((si, int(d.ev_bucket_idx.value)))
+            self.decision_events(c, popped)
+            if int(d.st_pop.value):
+                f.pops.append(c)
+                popped = (c, f)
             lpend = int(d.l_pend.value)
             if pushed > len(f.learns) and not (f.pops or (st_shown is not None and not ok_status(f))):
                 assert lpend, "frame %d: targets held, l_pend low" % k
@@ -320,6 +312,29 @@ class TB:
                 pushed = 0
             stall += 1
             assert stall < 200000, "stalled at frame %d (%s)" % (k, phase)
+        # the last frame's events
+        await RisingEdge(d.clk)
+        await ReadOnly()
+        self.cycle += 1
+        self.decision_events(self.cycle, popped)
+
+    def decision_events(self, c, popped):
+        """Record cycle c's decision events (all but learn events) for the frame whose status
+        was popped in the cycle before (popped: (cycle, frame) of the last pop; the next frame
+        may have been taken meanwhile)."""
+        d = self.d
+        cause = int(d.ev_cause.value) & ~(1 << CAUSE["learn"])
+        if cause or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value):
+            assert popped is not None and popped[0] == c - 1, "cycle %d: events not after a status pop" % c
+            fe = popped[1]
+            fe.ev["cause"] += [b for b in range(12) if cause >> b & 1]
+            si, nb = int(d.ev_slot_idx.value), int(d.ev_bytes.value)
+            if int(d.ev_slot.value):
+                fe.ev["slot"].append((si, nb))
+            if int(d.ev_cache.value):
+                fe.ev["cache"].append((si, int(d.ev_cache_idx.value), nb))
+            if int(d.ev_bucket.value):
+                fe.ev["bucket"].append((si, int(d.ev_bucket_idx.value)))
 
 
 def ok_status(f):

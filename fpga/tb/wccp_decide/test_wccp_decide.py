@@ -15,8 +15,8 @@ with a valid header, status avail = 0: forwarded normally, as the model says) ar
 Handshakes are driven with random gaps, back-pressure and delayed learning acks; nothing
 depends on the core's internal states or cycle counts (decision latency is only measured
 and printed); the status is checked to be popped exactly once per frame, at or before its
-action's handshake, and no action, event or learning request of a frame comes before its
-status."""
+action's handshake, no action, event or learning request of a frame comes before its
+status, and a frame's decision events come in the cycle after its status pop."""
 import os
 import pathlib
 import random
@@ -62,7 +62,7 @@ C_LEARN = 8
 ACT_FIELDS = ("drop", "port", "start", "flen", "hlen", "kind", "dmac", "smac", "vlan", "tci", "tl", "csum",
               "rid", "cip", "rh", "src_off", "cut")
 BUNDLE_FIELDS = ("start", "dst_mac", "src_mac", "vlan", "tci", "is_ip", "ip_hdr_ok", "proto", "sip",
-                 "dip", "sport", "dport", "totlen", "ihl", "l4w0", "l4b4", "len4", "len8")
+                 "dip", "tcpudp", "totlen", "ihl", "l4w0", "l4b4", "len4", "len8")
 STATUS_FIELDS = ("good", "avail", "flen")
 GRE_CLIP = 1472     # wccp_builder copies at most this many bytes behind a GRE header
 
@@ -125,7 +125,7 @@ def parse_bundle(fr, start=0):
     return {"start": start, "dst_mac": int.from_bytes(fr[0:6], "big"),
             "src_mac": int.from_bytes(fr[6:12], "big"), "vlan": int(vlan), "tci": tci, "is_ip": int(is_ip),
             "ip_hdr_ok": int(ok), "proto": proto, "sip": sip, "dip": dip,
-            "sport": (l4b[0] << 8 | l4b[1]) if tcpudp else 0, "dport": (l4b[2] << 8 | l4b[3]) if tcpudp else 0,
+            "tcpudp": int(tcpudp),
             "totlen": tlen, "ihl": ihl, "l4w0": int.from_bytes(bytes(l4b[0:4]), "big"), "l4b4": l4b[4],
             "len4": l4b[6] << 8 | l4b[7], "len8": l4b[10] << 8 | l4b[11]}
 
@@ -463,6 +463,7 @@ class TB:
         since = 0
         extra = 0
         prev_held = prev_idle = pop = False
+        st_pop = 0                  # the status was popped in the previous cycle
         held = False
         cuts = []                   # actions taken with act_cut, in order
         nfin = 0
@@ -543,11 +544,13 @@ class TB:
             # learning targets held: busy, so that no table commit renumbers them before they are written
             assert not (lv and solo and not busy), "learning request while not busy"
             cause = int(d.ev_cause.value)
-            evs = cause or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value)
-            if evs or lv:
+            if (cause >> C_LEARN & 1) or lv:
                 # the frame taken (its status not yet popped) must have its status
                 assert st_head < n and st_vis[st_head] is not None and st_vis[st_head] < self.cycle, \
-                    "event or learning request of frame %d before its status" % st_head
+                    "learning request or event of frame %d before its status" % st_head
+            if (cause & ~(1 << C_LEARN)) or int(d.ev_slot.value) or int(d.ev_cache.value) or int(d.ev_bucket.value):
+                # a decision's events come in the cycle after its status pop
+                assert st_pop, "decision events not in the cycle after a status pop"
             self.sample_events(ev)
             st_pop = int(d.st_pop.value)
             if st_pop:

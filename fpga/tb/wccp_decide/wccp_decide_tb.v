@@ -30,8 +30,7 @@ module wccp_decide_tb #(
     input  wire [7:0]    in_proto,
     input  wire [31:0]   in_sip,
     input  wire [31:0]   in_dip,
-    input  wire [15:0]   in_sport,
-    input  wire [15:0]   in_dport,
+    input  wire          in_tcpudp,
     input  wire [15:0]   in_totlen,
     input  wire [3:0]    in_ihl,
     input  wire [31:0]   in_l4w0,
@@ -95,8 +94,7 @@ module wccp_decide_tb #(
     input  wire [7:0]    o_in_proto,
     input  wire [31:0]   o_in_sip,
     input  wire [31:0]   o_in_dip,
-    input  wire [15:0]   o_in_sport,
-    input  wire [15:0]   o_in_dport,
+    input  wire          o_in_tcpudp,
     input  wire [15:0]   o_in_totlen,
     input  wire [3:0]    o_in_ihl,
     input  wire [31:0]   o_in_l4w0,
@@ -185,8 +183,7 @@ module wccp_decide_tb #(
     wire [7:0]    p_in_proto [0:1];
     wire [31:0]   p_in_sip [0:1];
     wire [31:0]   p_in_dip [0:1];
-    wire [15:0]   p_in_sport [0:1];
-    wire [15:0]   p_in_dport [0:1];
+    wire          p_in_tcpudp [0:1];
     wire [15:0]   p_in_totlen [0:1];
     wire [3:0]    p_in_ihl [0:1];
     wire [31:0]   p_in_l4w0 [0:1];
@@ -248,8 +245,7 @@ module wccp_decide_tb #(
     assign p_in_proto[PORT] = in_proto; assign p_in_proto[OP] = o_in_proto;
     assign p_in_sip[PORT] = in_sip; assign p_in_sip[OP] = o_in_sip;
     assign p_in_dip[PORT] = in_dip; assign p_in_dip[OP] = o_in_dip;
-    assign p_in_sport[PORT] = in_sport; assign p_in_sport[OP] = o_in_sport;
-    assign p_in_dport[PORT] = in_dport; assign p_in_dport[OP] = o_in_dport;
+    assign p_in_tcpudp[PORT] = in_tcpudp; assign p_in_tcpudp[OP] = o_in_tcpudp;
     assign p_in_totlen[PORT] = in_totlen; assign p_in_totlen[OP] = o_in_totlen;
     assign p_in_ihl[PORT] = in_ihl; assign p_in_ihl[OP] = o_in_ihl;
     assign p_in_l4w0[PORT] = in_l4w0; assign p_in_l4w0[OP] = o_in_l4w0;
@@ -382,8 +378,7 @@ module wccp_decide_tb #(
         .in_proto({p_in_proto[1], p_in_proto[0]}),
         .in_sip({p_in_sip[1], p_in_sip[0]}),
         .in_dip({p_in_dip[1], p_in_dip[0]}),
-        .in_sport({p_in_sport[1], p_in_sport[0]}),
-        .in_dport({p_in_dport[1], p_in_dport[0]}),
+        .in_tcpudp({p_in_tcpudp[1], p_in_tcpudp[0]}),
         .in_totlen({p_in_totlen[1], p_in_totlen[0]}),
         .in_ihl({p_in_ihl[1], p_in_ihl[0]}),
         .in_l4w0({p_in_l4w0[1], p_in_l4w0[0]}),
