@@ -6,10 +6,10 @@
 module fpga_core #(
     parameter CLK_PER_US = 125,
     parameter [31:0] BUILD_ID = 32'd0,
-    // RFC 3074 Pearson hashing in the decision core (CAPS_PEARSON). Off in the board builds:
-    // with it the LFE5U-25F netlist does not meet 125 MHz (docs/performance.md, Load balance);
-    // on in the digital twin (fpga/twin/twin_top.v) and the decision core's testbench.
-    parameter PEARSON = 0,
+    // RFC 3074 Pearson hashing in the decision core (CAPS_PEARSON; one DP16KD for the mixing
+    // table). 0 leaves the engine out (CAPS without CAPS_PEARSON: the driver refuses Pearson
+    // groups).
+    parameter PEARSON = 1,
     parameter BUF_AW = 12
 ) (
     input  wire        clk,

@@ -48,7 +48,7 @@
 // contracts would sit at port boundaries with nothing to check them; kept here they are read
 // and changed together. What depends on the configuration only is a module of its own
 // (wccp_decide_cfg), so is the cache-source prefilter (wccp_srcfilt), the RFC 3074 mixing
-// table (wccp_pearson.vh) and everything after the decision (wccp_commit).
+// table (wccp_pearson_rom, a block RAM) and everything after the decision (wccp_commit).
 `timescale 1ns / 1ps
 `default_nettype none
 `include "wccp_regmap.vh"
@@ -511,15 +511,29 @@ module wccp_decide #(
                          ({5{cq_pb[2]}} & bk_rdata[12:8]) | ({5{cq_pb[3]}} & bk_rdata[4:0]);
     reg [7:0] pb, ab;
     // Pearson hash engine (see pb below)
-    `include "wccp_pearson.vh"
     localparam [4:0] PH_CYCLES = 5'd26;
     reg [7:0] ph_p, ph_a, ph_b;  // primary / alternate hash, the key byte
     reg [3:0] ph_j;              // index of the byte after ph_b (0: destination port low)
     reg [4:0] ph_n;              // cycles in S_PH
-    reg       ph_odd;            // S_PH cycle: even mixes the primary hash, odd the alternate
+    reg       ph_odd;            // the next step (prepared this cycle) is the alternate's
+    reg       ph_first;          // the alternate's next step is its first
     reg       ph_ep, ph_ea;      // ph_b is part of the primary / alternate key
-    reg [7:0] ph_x;              // the table's address: the hash XOR the key byte
-    reg       ph_xe, ph_xo;      // ph_x is to be mixed; into the alternate (else the primary)
+    reg [7:0] ph_sa;             // the alternate's start value (its key length)
+    // the step issued this cycle (prepared a cycle earlier): the key byte (0 for a byte the
+    // hash skips), skip (read the identity half), the start value and whether it replaces
+    // the table's output (the hash's first step), the hash (1: the alternate)
+    reg [7:0] ph_ib, ph_is;
+    reg       ph_isk, ph_if, ph_io;
+    reg       ph_qo1, ph_qo2;    // the hash of the step whose word is on ph_q (2 cycles ago)
+    wire [7:0] ph_q;             // the table word of the step issued 2 cycles ago
+    wire [8:0] ph_addr = {ph_isk, (ph_if ? ph_is : ph_q) ^ ph_ib};
+    generate
+        if (PEARSON != 0) begin : g_pearson
+            wccp_pearson_rom rom (.clk(clk), .addr(ph_addr), .q(ph_q));
+        end else begin : g_no_pearson
+            assign ph_q = 8'd0;
+        end
+    endgenerate
     wire      ph_more = !(ph_j[3] && ph_j[2]);      // ph_j < 12: another key byte
     // the field of key byte j (the hash flag bit: 3 destination port, 2 source port, 1
     // destination IP, 0 source IP) and the byte itself
@@ -661,10 +675,10 @@ module wccp_decide #(
         h_sp <= f_sport[15:8] ^ f_sport[7:0];
         h_dp <= f_dport[15:8] ^ f_dport[7:0];
         // (PEARSON = 0: no path from the Pearson engine, which synthesis then removes)
-        pb <= (PEARSON != 0 && p_pear) ? ph_p :
+        pb <= (PEARSON != 0 && p_pear) ? (ph_qo2 ? ph_p : ph_q) :
               (p_kf[0] ? h_sip : 8'd0) ^ (p_kf[1] ? h_dip : 8'd0) ^
               (p_kf[2] ? h_sp : 8'd0) ^ (p_kf[3] ? h_dp : 8'd0);
-        ab <= (PEARSON != 0 && m_flags[16]) ? ph_a :
+        ab <= (PEARSON != 0 && m_flags[16]) ? (ph_qo2 ? ph_q : ph_a) :
               (m_flags[8] ? h_sip : 8'd0) ^ (m_flags[9] ? h_dip : 8'd0) ^
               (m_flags[10] ? h_sp : 8'd0) ^ (m_flags[11] ? h_dp : 8'd0);
 
@@ -672,38 +686,49 @@ module wccp_decide #(
         // is the bytes of the fields the (alternate) hash flags select, source IP, destination
         // IP, source port, destination port; the hash starts as the key's length and mixes the
         // key from its last byte: over the 12 field bytes from the destination port's low
-        // byte back to the source IP's high byte, skipping the bytes of unselected fields. One
-        // mixing table (a LUT ROM) serves both hashes, each step in two registered stages:
-        // the XOR of the hash and the key byte into ph_x (the primary's in even S_PH cycles,
-        // the alternate's in odd ones), then the table from ph_x into the hash. The two hashes
-        // interleave, so each still takes a byte every two cycles and neither stage waits for
-        // the other's result. S_PRE2 loads the start values (p_kf and m_flags are valid
-        // there) and the first byte and empties the second stage; the byte and its two
-        // enables are registers (ph_j counts the next byte). ph_p is final after 24 cycles,
-        // ph_a after 25; pb / ab a cycle later: S_PH lasts PH_CYCLES so that pb is stable in
-        // the cycle before S_DEC and ab in S_DEC, as they are for the WCCP hash. Both stay
-        // final until the next frame's S_PRE2 (ph_j stops at 12): pb is the bucket index that
-        // S_HO hands over.
+        // byte back to the source IP's high byte. The mixing table is a block RAM
+        // (wccp_pearson_rom) read 2 cycles after its address, so a step is two cycles and the
+        // primary and the alternate hash take the RAM in turns (primary steps in the cycles
+        // S_PRE2 + 1 + 2k, alternate + 2 + 2k): each step's address is the table's output
+        // (the hash's last step, 2 cycles ago) XOR the key byte, or the start value XOR the
+        // byte for the hash's first step, through one LUT from registers prepared a cycle
+        // earlier (ph_ib, ph_is, ph_if, ph_isk). A byte that a hash skips (its field is not in
+        // the key) is a step into the identity half of the RAM, and so are the steps after
+        // the 12th: the hash stays on the RAM's output. ph_p / ph_a take each of their hash's
+        // words; the last primary word is on ph_q 25 cycles after S_PRE2, the alternate's 26:
+        // pb / ab take them from ph_q then (and from ph_p / ph_a after), so pb is stable from
+        // the cycle before S_DEC and ab from S_DEC when S_PH lasts PH_CYCLES, as they are for
+        // the WCCP hash. Both stay final until the next frame's S_PRE2: pb is the bucket index
+        // that S_HO hands over.
+        ph_qo1 <= ph_io;
+        ph_qo2 <= ph_qo1;
+        if (!ph_qo2) ph_p <= ph_q;
+        if (ph_qo2) ph_a <= ph_q;
         if (state[S_PRE2]) begin
-            ph_p <= {5'd0, p_kf[0], 2'd0} + {5'd0, p_kf[1], 2'd0} + {6'd0, p_kf[2], 1'd0} + {6'd0, p_kf[3], 1'd0};
-            ph_a <= {5'd0, m_flags[8], 2'd0} + {5'd0, m_flags[9], 2'd0} + {6'd0, m_flags[10], 1'd0} +
-                    {6'd0, m_flags[11], 1'd0};
+            // the primary's first step, issued in the next cycle
+            ph_ib <= p_kf[3] ? f_dport[7:0] : 8'd0;
+            ph_isk <= !p_kf[3];
+            ph_is <= {5'd0, p_kf[0], 2'd0} + {5'd0, p_kf[1], 2'd0} + {6'd0, p_kf[2], 1'd0} + {6'd0, p_kf[3], 1'd0};
+            ph_if <= 1'b1;
+            ph_io <= 1'b0;
+            ph_sa <= {5'd0, m_flags[8], 2'd0} + {5'd0, m_flags[9], 2'd0} + {6'd0, m_flags[10], 1'd0} +
+                     {6'd0, m_flags[11], 1'd0};
             ph_j <= 4'd1;
             ph_n <= 5'd0;
-            ph_odd <= 1'b0;
+            ph_odd <= 1'b1;
+            ph_first <= 1'b1;
             ph_b <= f_dport[7:0];
-            ph_ep <= p_kf[3];
             ph_ea <= m_flags[11];
-            ph_xe <= 1'b0;
         end else begin
-            ph_x <= (ph_odd ? ph_a : ph_p) ^ ph_b;
-            ph_xe <= ph_odd ? ph_ea : ph_ep;
-            ph_xo <= ph_odd;
-            if (ph_xe && !ph_xo) ph_p <= pearson_mix(ph_x);
-            if (ph_xe && ph_xo) ph_a <= pearson_mix(ph_x);
+            ph_ib <= (ph_odd ? ph_ea : ph_ep) ? ph_b : 8'd0;
+            ph_isk <= !(ph_odd ? ph_ea : ph_ep);
+            ph_is <= ph_sa;
+            ph_if <= ph_odd && ph_first;
+            ph_io <= ph_odd;
             ph_odd <= !ph_odd;
             ph_n <= ph_n + 5'd1;
             if (ph_odd) begin
+                ph_first <= 1'b0;
                 if (ph_more) ph_j <= ph_j + 4'd1;      // stops at 12: the hashes stay final
                 ph_b <= ph_byte(ph_j);
                 ph_ep <= ph_more && p_kf[ph_field(ph_j)];

@@ -54,7 +54,7 @@ endmodule
 // run on the same clock. Bits are stored flat (word w of width n at bits w*n .. w*n+n-1);
 // ports of different widths are only consistent between the 18 and 9 bit modes. A read on
 // one port of a word the other port writes (any byte of it) at the same edge returns X. Initial contents
-// are zero (a non-zero INITVAL is reported as an error).
+// come from INITVAL_00 .. INITVAL_3F (in the x18 layout, as yosys' own mapping writes them).
 module DP16KD (
     input  wire DIA17, DIA16, DIA15, DIA14, DIA13, DIA12, DIA11, DIA10, DIA9, DIA8, DIA7, DIA6, DIA5, DIA4, DIA3, DIA2, DIA1, DIA0,
     input  wire ADA13, ADA12, ADA11, ADA10, ADA9, ADA8, ADA7, ADA6, ADA5, ADA4, ADA3, ADA2, ADA1, ADA0,
@@ -169,74 +169,92 @@ module DP16KD (
         ben = (w == 18) ? ((j < 9) ? ad[0] : ad[1]) : 1'b1;
     endfunction
 
+    function [319:0] initval(input integer k);
+        case (k)
+        0: initval = INITVAL_00;
+        1: initval = INITVAL_01;
+        2: initval = INITVAL_02;
+        3: initval = INITVAL_03;
+        4: initval = INITVAL_04;
+        5: initval = INITVAL_05;
+        6: initval = INITVAL_06;
+        7: initval = INITVAL_07;
+        8: initval = INITVAL_08;
+        9: initval = INITVAL_09;
+        10: initval = INITVAL_0A;
+        11: initval = INITVAL_0B;
+        12: initval = INITVAL_0C;
+        13: initval = INITVAL_0D;
+        14: initval = INITVAL_0E;
+        15: initval = INITVAL_0F;
+        16: initval = INITVAL_10;
+        17: initval = INITVAL_11;
+        18: initval = INITVAL_12;
+        19: initval = INITVAL_13;
+        20: initval = INITVAL_14;
+        21: initval = INITVAL_15;
+        22: initval = INITVAL_16;
+        23: initval = INITVAL_17;
+        24: initval = INITVAL_18;
+        25: initval = INITVAL_19;
+        26: initval = INITVAL_1A;
+        27: initval = INITVAL_1B;
+        28: initval = INITVAL_1C;
+        29: initval = INITVAL_1D;
+        30: initval = INITVAL_1E;
+        31: initval = INITVAL_1F;
+        32: initval = INITVAL_20;
+        33: initval = INITVAL_21;
+        34: initval = INITVAL_22;
+        35: initval = INITVAL_23;
+        36: initval = INITVAL_24;
+        37: initval = INITVAL_25;
+        38: initval = INITVAL_26;
+        39: initval = INITVAL_27;
+        40: initval = INITVAL_28;
+        41: initval = INITVAL_29;
+        42: initval = INITVAL_2A;
+        43: initval = INITVAL_2B;
+        44: initval = INITVAL_2C;
+        45: initval = INITVAL_2D;
+        46: initval = INITVAL_2E;
+        47: initval = INITVAL_2F;
+        48: initval = INITVAL_30;
+        49: initval = INITVAL_31;
+        50: initval = INITVAL_32;
+        51: initval = INITVAL_33;
+        52: initval = INITVAL_34;
+        53: initval = INITVAL_35;
+        54: initval = INITVAL_36;
+        55: initval = INITVAL_37;
+        56: initval = INITVAL_38;
+        57: initval = INITVAL_39;
+        58: initval = INITVAL_3A;
+        59: initval = INITVAL_3B;
+        60: initval = INITVAL_3C;
+        61: initval = INITVAL_3D;
+        62: initval = INITVAL_3E;
+        63: initval = INITVAL_3F;
+        default: initval = 320'h0;
+        endcase
+    endfunction
+    reg [319:0] iv;
+    integer     iv_i, iv_w, iv_b;
+
     initial begin
         for (i = 0; i < 18432; i = i + 1) mem[i] = 1'b0;
         lat_a = 18'd0; lat_b = 18'd0; reg_a = 18'd0; reg_b = 18'd0;
-        if (INITVAL_00 != 320'h0 ||
-            INITVAL_01 != 320'h0 ||
-            INITVAL_02 != 320'h0 ||
-            INITVAL_03 != 320'h0 ||
-            INITVAL_04 != 320'h0 ||
-            INITVAL_05 != 320'h0 ||
-            INITVAL_06 != 320'h0 ||
-            INITVAL_07 != 320'h0 ||
-            INITVAL_08 != 320'h0 ||
-            INITVAL_09 != 320'h0 ||
-            INITVAL_0A != 320'h0 ||
-            INITVAL_0B != 320'h0 ||
-            INITVAL_0C != 320'h0 ||
-            INITVAL_0D != 320'h0 ||
-            INITVAL_0E != 320'h0 ||
-            INITVAL_0F != 320'h0 ||
-            INITVAL_10 != 320'h0 ||
-            INITVAL_11 != 320'h0 ||
-            INITVAL_12 != 320'h0 ||
-            INITVAL_13 != 320'h0 ||
-            INITVAL_14 != 320'h0 ||
-            INITVAL_15 != 320'h0 ||
-            INITVAL_16 != 320'h0 ||
-            INITVAL_17 != 320'h0 ||
-            INITVAL_18 != 320'h0 ||
-            INITVAL_19 != 320'h0 ||
-            INITVAL_1A != 320'h0 ||
-            INITVAL_1B != 320'h0 ||
-            INITVAL_1C != 320'h0 ||
-            INITVAL_1D != 320'h0 ||
-            INITVAL_1E != 320'h0 ||
-            INITVAL_1F != 320'h0 ||
-            INITVAL_20 != 320'h0 ||
-            INITVAL_21 != 320'h0 ||
-            INITVAL_22 != 320'h0 ||
-            INITVAL_23 != 320'h0 ||
-            INITVAL_24 != 320'h0 ||
-            INITVAL_25 != 320'h0 ||
-            INITVAL_26 != 320'h0 ||
-            INITVAL_27 != 320'h0 ||
-            INITVAL_28 != 320'h0 ||
-            INITVAL_29 != 320'h0 ||
-            INITVAL_2A != 320'h0 ||
-            INITVAL_2B != 320'h0 ||
-            INITVAL_2C != 320'h0 ||
-            INITVAL_2D != 320'h0 ||
-            INITVAL_2E != 320'h0 ||
-            INITVAL_2F != 320'h0 ||
-            INITVAL_30 != 320'h0 ||
-            INITVAL_31 != 320'h0 ||
-            INITVAL_32 != 320'h0 ||
-            INITVAL_33 != 320'h0 ||
-            INITVAL_34 != 320'h0 ||
-            INITVAL_35 != 320'h0 ||
-            INITVAL_36 != 320'h0 ||
-            INITVAL_37 != 320'h0 ||
-            INITVAL_38 != 320'h0 ||
-            INITVAL_39 != 320'h0 ||
-            INITVAL_3A != 320'h0 ||
-            INITVAL_3B != 320'h0 ||
-            INITVAL_3C != 320'h0 ||
-            INITVAL_3D != 320'h0 ||
-            INITVAL_3E != 320'h0 ||
-            INITVAL_3F != 320'h0)
-            $display("ERROR: DP16KD %m: non-zero INITVAL is not modelled");
+        // INITVAL_xx holds the 16 words of 18 bits from word 16 * xx of the x18 layout, each in
+        // a 20-bit field (bits 18 and 19 unused)
+        for (iv_i = 0; iv_i < 64; iv_i = iv_i + 1) begin
+            iv = initval(iv_i);
+            for (iv_w = 0; iv_w < 16; iv_w = iv_w + 1) begin
+                for (iv_b = 0; iv_b < 18; iv_b = iv_b + 1)
+                    mem[(iv_i * 16 + iv_w) * 18 + iv_b] = iv[iv_w * 20 + iv_b];
+                if (iv[iv_w * 20 + 18 +: 2] != 2'b00)
+                    $display("ERROR: DP16KD %m: INITVAL_%02h has a bit set outside the 18-bit words", iv_i);
+            end
+        end
         if (!((WA == 18 || WA == 9 || WA == 4 || WA == 2 || WA == 1) &&
               (WB == 18 || WB == 9 || WB == 4 || WB == 2 || WB == 1)))
             $display("ERROR: DP16KD %m: unsupported DATA_WIDTH %0d/%0d", WA, WB);

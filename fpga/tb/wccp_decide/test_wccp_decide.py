@@ -1760,7 +1760,7 @@ async def test_two_ports(dut):
 def test_wccp_decide(sim):
     here = pathlib.Path(__file__).resolve().parent
     sources = [wccp_tb.RTL / "wccp_decide.v", wccp_tb.RTL / "wccp_commit.v", wccp_tb.RTL / "wccp_decide_cfg.v",
-               wccp_tb.RTL / "wccp_srcfilt.v",
+               wccp_tb.RTL / "wccp_srcfilt.v", wccp_tb.RTL / "wccp_pearson_rom.v",
                wccp_tb.RTL / "wccp_bank_ram.v", wccp_tb.RTL / "wccp_ram.v", wccp_tb.RTL / "wccp_bram.v", here / "wccp_decide_tb.v"]
     wccp_tb.run_sim(sim, "wccp_decide_tb", __file__, sources=sources, parameters={"PORT": 0},
                     extra_env={"WCCP_DECIDE_PORT": "0"},
