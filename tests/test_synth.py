@@ -50,6 +50,8 @@ def test_synth_board_flow(board):
         sites = boards.lpf_sites(os.path.join(ROOT, fb["constraints"]))
         assert rep["util"]["TRELLIS_IO"][0] == len(sites)
         assert rep["util"]["TRELLIS_COMB"][0] > 0
+        # the board build hashes with RFC 3074's Pearson hash too (its mixing-table RAM, filled)
+        assert rep["pearson"] is True, rep
         # place and route as the board file says: its seed, the core clock held to the 150 MHz goal
         assert rep["seed"] == fb["pnr"]["seed"] and rep["core_mhz_constraint"] == fb["pnr"]["core_mhz"] == 150, rep
         assert rep["pnr_args"] == " ".join(fb["pnr"].get("args", [])), rep
@@ -71,6 +73,7 @@ def test_synth_board_flow(board):
         assert bit[:2] == b"\xff\x00" and b"\xff\xff\xbd\xb3" in bit     # comment header, ECP5 preamble
         text = summarise(rep, fb["fpga"])
         assert "Fmax" in text and "TRELLIS_COMB" in text and f["package"] in text and "150 MHz goal" in text
+        assert "Pearson hashing: in the build (CAPS_PEARSON)" in text, text
         core_line = [ln for ln in text.splitlines() if ln.startswith("Fmax") and ln.split()[1].endswith("$clk")]
         assert core_line and "needs 125 MHz: OK" in core_line[0], text
         assert "place and route: seed %d, core clock constrained to 150" % fb["pnr"]["seed"] in text, text

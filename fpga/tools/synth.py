@@ -86,6 +86,15 @@ def place_and_route(a, netlist, lpf, d, seed, timeout):
     return fmax, util, t, d
 
 
+def pearson_in(netlist, module):
+    """The datapath was built with RFC 3074 Pearson hashing (CAPS_PEARSON): its decision core's
+    mixing table, a DP16KD of wccp_pearson_rom with its contents, is in the netlist."""
+    cells = json.load(open(netlist))["modules"][module]["cells"]
+    return any(c["type"] == "DP16KD" and ".g_pearson." in name     # wccp_decide's g_pearson block
+               and any(int(v, 2) for k, v in c["parameters"].items() if k.startswith("INITVAL_"))
+               for name, c in cells.items())
+
+
 def rtl_build_id(srcs):
     """Default BUILD_ID: the first 32 bits of the SHA-256 over the RTL sources and the include
     files they read (fpga/rtl/*.vh), in file-name order."""
@@ -187,7 +196,7 @@ def main(argv=None):
            "core_mhz_constraint": a.core_mhz if lpf else a.freq,
            "device": "%s-%s %s" % (fb["fpga"]["device"], fb["fpga"]["speed"], fb["fpga"]["package"]), "fmax_mhz": fmax,
            "util": util, "yosys_s": round(t_syn, 1), "nextpnr_s": round(t_pnr, 1),
-           "build_id": "0x%08x" % build_id}
+           "build_id": "0x%08x" % build_id, "pearson": pearson_in(netlist, module)}
     if len(seeds) > 1:
         rep["seeds"] = {str(sd): (core_fmax(r[0]) if r else None) for sd, r in sorted(runs.items())}
     # the core clock's slowest registers against the 150 MHz goal (all of them: endpoints.py)

