@@ -79,7 +79,7 @@ def test_validator_rejects_bad_structure():
     p = _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("args", ["--seed", "3"]))
     assert any("pnr.args" in x and "--seed" in x for x in p)
     assert _mutated("colorlight_5a75b", lambda d: d["pnr"].__setitem__("args", ["--router", "router2"])) == []
-    p = _mutated("colorlight_i5", lambda d: d["synth"].__setitem__("args", ["-top", "x"]))
+    p = _mutated("colorlight_i5", lambda d: d.__setitem__("synth", {"args": ["-top", "x"]}))
     assert any("synth.args" in x and "-nowidelut" in x for x in p)
     p = _mutated("colorlight_i5", lambda d: d.__setitem__("synth", "-nowidelut"))
     assert any("synth.args" in x for x in p)
