@@ -36,14 +36,37 @@ module EHXPLLL #(
     assign LOCK = 1'b1;
 endmodule
 
-// DP16KD: ports and the parameters wccp_bram sets (the simulation model is fpga/tb/ecp5_sim.v)
+// DP16KD: ports and the parameters wccp_bram sets, the contents (INITVAL) included (the
+// simulation model is fpga/tb/ecp5_sim.v)
 module DP16KD #(
     parameter DATA_WIDTH_A = 18, parameter DATA_WIDTH_B = 18,
     parameter REGMODE_A = "NOREG", parameter REGMODE_B = "NOREG",
     parameter RESETMODE = "SYNC", parameter ASYNC_RESET_RELEASE = "SYNC",
     parameter CSDECODE_A = "0b000", parameter CSDECODE_B = "0b000",
     parameter WRITEMODE_A = "NORMAL", parameter WRITEMODE_B = "NORMAL",
-    parameter GSR = "ENABLED"
+    parameter GSR = "ENABLED",
+    parameter [319:0] INITVAL_00 = 320'h0, parameter [319:0] INITVAL_01 = 320'h0, parameter [319:0] INITVAL_02 = 320'h0,
+    parameter [319:0] INITVAL_03 = 320'h0, parameter [319:0] INITVAL_04 = 320'h0, parameter [319:0] INITVAL_05 = 320'h0,
+    parameter [319:0] INITVAL_06 = 320'h0, parameter [319:0] INITVAL_07 = 320'h0, parameter [319:0] INITVAL_08 = 320'h0,
+    parameter [319:0] INITVAL_09 = 320'h0, parameter [319:0] INITVAL_0A = 320'h0, parameter [319:0] INITVAL_0B = 320'h0,
+    parameter [319:0] INITVAL_0C = 320'h0, parameter [319:0] INITVAL_0D = 320'h0, parameter [319:0] INITVAL_0E = 320'h0,
+    parameter [319:0] INITVAL_0F = 320'h0, parameter [319:0] INITVAL_10 = 320'h0, parameter [319:0] INITVAL_11 = 320'h0,
+    parameter [319:0] INITVAL_12 = 320'h0, parameter [319:0] INITVAL_13 = 320'h0, parameter [319:0] INITVAL_14 = 320'h0,
+    parameter [319:0] INITVAL_15 = 320'h0, parameter [319:0] INITVAL_16 = 320'h0, parameter [319:0] INITVAL_17 = 320'h0,
+    parameter [319:0] INITVAL_18 = 320'h0, parameter [319:0] INITVAL_19 = 320'h0, parameter [319:0] INITVAL_1A = 320'h0,
+    parameter [319:0] INITVAL_1B = 320'h0, parameter [319:0] INITVAL_1C = 320'h0, parameter [319:0] INITVAL_1D = 320'h0,
+    parameter [319:0] INITVAL_1E = 320'h0, parameter [319:0] INITVAL_1F = 320'h0, parameter [319:0] INITVAL_20 = 320'h0,
+    parameter [319:0] INITVAL_21 = 320'h0, parameter [319:0] INITVAL_22 = 320'h0, parameter [319:0] INITVAL_23 = 320'h0,
+    parameter [319:0] INITVAL_24 = 320'h0, parameter [319:0] INITVAL_25 = 320'h0, parameter [319:0] INITVAL_26 = 320'h0,
+    parameter [319:0] INITVAL_27 = 320'h0, parameter [319:0] INITVAL_28 = 320'h0, parameter [319:0] INITVAL_29 = 320'h0,
+    parameter [319:0] INITVAL_2A = 320'h0, parameter [319:0] INITVAL_2B = 320'h0, parameter [319:0] INITVAL_2C = 320'h0,
+    parameter [319:0] INITVAL_2D = 320'h0, parameter [319:0] INITVAL_2E = 320'h0, parameter [319:0] INITVAL_2F = 320'h0,
+    parameter [319:0] INITVAL_30 = 320'h0, parameter [319:0] INITVAL_31 = 320'h0, parameter [319:0] INITVAL_32 = 320'h0,
+    parameter [319:0] INITVAL_33 = 320'h0, parameter [319:0] INITVAL_34 = 320'h0, parameter [319:0] INITVAL_35 = 320'h0,
+    parameter [319:0] INITVAL_36 = 320'h0, parameter [319:0] INITVAL_37 = 320'h0, parameter [319:0] INITVAL_38 = 320'h0,
+    parameter [319:0] INITVAL_39 = 320'h0, parameter [319:0] INITVAL_3A = 320'h0, parameter [319:0] INITVAL_3B = 320'h0,
+    parameter [319:0] INITVAL_3C = 320'h0, parameter [319:0] INITVAL_3D = 320'h0, parameter [319:0] INITVAL_3E = 320'h0,
+    parameter [319:0] INITVAL_3F = 320'h0
 ) (
     input  wire DIA17, DIA16, DIA15, DIA14, DIA13, DIA12, DIA11, DIA10, DIA9, DIA8, DIA7, DIA6, DIA5, DIA4, DIA3, DIA2, DIA1, DIA0,
     input  wire ADA13, ADA12, ADA11, ADA10, ADA9, ADA8, ADA7, ADA6, ADA5, ADA4, ADA3, ADA2, ADA1, ADA0,
