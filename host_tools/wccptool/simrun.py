@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import os
 import pathlib
+import shutil
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -76,8 +77,29 @@ def build(sim, *, sources, toplevel, build_dir, includes=(), parameters=None, de
     else:
         _environment([])
     runner = cocotb_runner.get_runner(sim)
+    _clear_unfinished(build_dir)
     runner.build(sources=[str(s) for s in sources], includes=[str(i) for i in includes], hdl_toplevel=toplevel,
                  build_dir=build_dir, build_args=build_args, parameters=parameters or {},
                  defines=defines or {}, timescale=("1ns", "1ps"), always=always,
                  log_file=str(log_file) if log_file else None)
+    (pathlib.Path(build_dir) / BUILT).touch()
     return runner
+
+
+# Written into a build directory when a build finishes. A directory without it holds what an
+# interrupted or failed build left: make trusts file times, so a half-written object or
+# precompiled header (killed compiler, full disk) would be linked or -included as it is, and
+# every later build in that directory would fail ("one or more PCH files were found, but they
+# were invalid"). Such a directory is emptied before the next build.
+BUILT = ".wccp-build-complete"
+
+
+def _clear_unfinished(build_dir):
+    d = pathlib.Path(build_dir)
+    if not d.is_dir():
+        return
+    marker = d / BUILT
+    if marker.exists():
+        marker.unlink()          # written again when this build finishes
+        return
+    shutil.rmtree(d)
