@@ -16,7 +16,7 @@ FPGA = [b for b in ALL if b not in MCU]
 
 
 def test_required_boards_present():
-    for b in ("olimex_esp32_poe", "nucleo_f429zi", "w5500_evb_pico", "colorlight_5a75b", "colorlight_i5"):
+    for b in ("olimex_esp32_poe", "nucleo_f429zi", "w5500_evb_pico", "colorlight_5a75b", "colorlight_i5", "colorlight_i9"):
         assert b in ALL
     drivers = {boards.load(b)["network"]["driver"] for b in MCU}
     assert drivers == {"LAN", "WIZNET5K", "host"}
@@ -98,6 +98,15 @@ def test_validator_checks_fpga_pin_file_and_sources():
     assert any("clock.pin" in x and "not LOCATEd" in x for x in p), p
     p = _mutated("colorlight_i5", lambda d: d.__setitem__("constraints", "boards/colorlight_i5/none.lpf"))
     assert any("missing" in x for x in p), p
+    # a list of pin files is read in order: together they place every named ball, once each
+    p = _mutated("colorlight_i9", lambda d: d.__setitem__("constraints", ["boards/colorlight_i5/wccp.lpf"]))
+    assert p == [], p         # the LED is not a named ball: test_lpf_places_every_port_of_the_board_top
+    p = _mutated("colorlight_i9", lambda d: d["constraints"].append("boards/colorlight_i5/led.lpf"))
+    assert any("led_n LOCATEd again in boards/colorlight_i5/led.lpf" in x for x in p), p
+    p = _mutated("colorlight_i9", lambda d: d.__setitem__("constraints", []))
+    assert any("non-empty list" in x for x in p), p
+    p = _mutated("colorlight_i9", lambda d: d["constraints"].append("boards/colorlight_i9/led.txt"))
+    assert any("not an .lpf file" in x for x in p), p
     # board-only RTL lives outside fpga/rtl/ (read for every board) and defines the top
     p = _mutated("colorlight_i5", lambda d: d["sources"].append("fpga/rtl/wccp_mdio.v"))
     assert any("under fpga/rtl/" in x for x in p), p
@@ -137,7 +146,7 @@ def test_lpf_places_every_port_of_the_board_top(name):
     for port, width in _top_ports(fb).items():
         want |= {port} if width == 1 else {"%s[%d]" % (port, i) for i in range(width)}
     assert len(want) > 30
-    assert set(boards.lpf_sites(str(ROOT / fb["constraints"]))) == want
+    assert set(boards.lpf_sites(boards.constraint_files(fb))) == want
 
 
 def test_mcu_boards_name_fpga_board():
@@ -148,39 +157,34 @@ def test_mcu_boards_name_fpga_board():
         assert boards.fpga_board_for(d)["kind"] == "fpga"
 
 
-def _lpf_files():
-    files = set(glob.glob(str(ROOT / "boards" / "**" / "*.lpf"), recursive=True))
+def test_fpga_constraints_exist_and_every_pin_file_is_a_boards():
+    used = set()
     for b in FPGA:
-        files.add(str(ROOT / boards.load(b)["constraints"]))
-    return sorted(files)
-
-
-def test_fpga_constraints_exist():
-    for b in FPGA:
-        c = ROOT / boards.load(b)["constraints"]
-        assert c.exists(), "constraints file %s of board %s missing" % (c, b)
+        for c in boards.constraint_files(boards.load(b)):
+            assert os.path.exists(c), "constraints file %s of board %s missing" % (c, b)
+            used.add(os.path.realpath(c))
+    found = {os.path.realpath(p) for p in glob.glob(str(ROOT / "boards" / "**" / "*.lpf"), recursive=True)}
+    assert found - used == set(), "pin files no board reads"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lpf", _lpf_files(), ids=lambda p: os.path.relpath(p, ROOT))
-def test_lpf_accepted_by_nextpnr(lpf, tmp_path):
-    if not os.path.exists(lpf):
-        pytest.fail("%s missing" % lpf)
-    owner = [b for b in FPGA if os.path.dirname(str(ROOT / boards.load(b)["constraints"])) == os.path.dirname(lpf)]
-    defn = boards.load(owner[0] if owner else "colorlight_5a75b")
+@pytest.mark.parametrize("name", FPGA)
+def test_lpf_accepted_by_nextpnr(name, tmp_path):
+    """Each FPGA board's pin files, as the flow joins them, placed by nextpnr for its device."""
+    defn = boards.load(name)
+    lpf = boards.constraint_files(defn)
     sites = boards.lpf_sites(lpf)
     assert len(sites) >= 2
     ok, log = boards.nextpnr_check_lpf(lpf, defn, str(tmp_path))
     assert ok, log[-4000:]
     # the two RGMII PHYs' clock balls from the board definition are constrained in the LPF
     used = set(sites.values())
-    if owner:
-        for phy in defn["phys"]:
-            assert phy["rx_clk"] in used, "%s rx clock ball %s not in %s" % (phy["name"], phy["rx_clk"], lpf)
-            assert phy["tx_clk"] in used, "%s tx clock ball %s not in %s" % (phy["name"], phy["tx_clk"], lpf)
-        assert defn["clock"]["pin"] in used
-        for role, ball in defn["mcu_link"]["pins"].items():
-            assert ball in used, "mcu_link %s ball %s not in %s" % (role, ball, lpf)
+    for phy in defn["phys"]:
+        assert phy["rx_clk"] in used, "%s rx clock ball %s not in %s" % (phy["name"], phy["rx_clk"], lpf)
+        assert phy["tx_clk"] in used, "%s tx clock ball %s not in %s" % (phy["name"], phy["tx_clk"], lpf)
+    assert defn["clock"]["pin"] in used
+    for role, ball in defn["mcu_link"]["pins"].items():
+        assert ball in used, "mcu_link %s ball %s not in %s" % (role, ball, lpf)
 
 
 @pytest.mark.slow

@@ -47,7 +47,7 @@ def test_synth_board_flow(board):
         f = fb["fpga"]
         assert rep["device"] == "%s-%s %s" % (f["device"], f["speed"], f["package"]), rep["device"]
         # every constrained pin of the LPF is a used IO cell
-        sites = boards.lpf_sites(os.path.join(ROOT, fb["constraints"]))
+        sites = boards.lpf_sites(boards.constraint_files(fb))
         assert rep["util"]["TRELLIS_IO"][0] == len(sites)
         assert rep["util"]["TRELLIS_COMB"][0] > 0
         # the board build hashes with RFC 3074's Pearson hash too (its mixing-table RAM, filled)

