@@ -13,7 +13,8 @@ Parallel runs (pytest-xdist, `--dist loadgroup`), and which tests may overlap:
   unit and run on one worker, in file order. A new network test module picks loopback
   addresses no other module uses, or joins SPLIT_MODULES when each of its tests has its own.
 * SPLIT_MODULES give every test its own subnet, ports, namespaces and directories: each test
-  is a unit of its own.
+  is a unit of its own (tests/test_synth.py: each board's flow has its own output directory,
+  so a cold synthesis cache has the boards synthesised on several workers at once).
 * tests/test_micropython.py: one unit per firmware test module (one MicroPython process runs
   a whole module; its cases are read from that run, see _run_module there).
 * fpga/tb: each test builds in its own directory (fpga/tb/wccp_tb.py): test by test.
@@ -50,6 +51,7 @@ SPLIT_MODULES = {
     "tests/test_twin_e2e.py",
     "tests/test_twin_run.py",
     "tests/test_lab.py",
+    "tests/test_synth.py",
 }
 PER_FW_MODULE = "tests/test_micropython.py"
 

@@ -34,7 +34,7 @@ def test_synth_rejects_unknown_board():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("board", ["colorlight_5a75b", "colorlight_i5"])
+@pytest.mark.parametrize("board", ["colorlight_5a75b", "colorlight_i5", "colorlight_i9"])
 def test_synth_board_flow(board):
     # YoWASP tools only see the working tree: the output directory must be inside it
     out = os.path.join(ROOT, "build", "test_synth_" + uuid.uuid4().hex[:8])
