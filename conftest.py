@@ -22,8 +22,9 @@ Parallel runs (pytest-xdist, `--dist loadgroup`), and which tests may overlap:
 xdist's own `--dist loadgroup` (xdist_group marks) does not group with pytest 9.2: it groups
 by rewriting item._nodeid, which pytest 9.2 no longer reads (pytest-xdist issue #1386). So
 this file supplies the scheduler for `--dist loadgroup` (pytest_xdist_make_scheduler): xdist's
-scope scheduling with unit_of() as the scope. Slow tests are collected first (so the long
-runs start early and the short ones fill in at the end).
+scope scheduling with unit_of() as the scope. Slow tests are collected first, the boards' place
+and route (FIRST) ahead of them (so the long runs start early and the short ones fill in at the
+end).
 
 Shared caches: the Squid build (scripts/ensure-squid.sh) and the RTL twin (wccptool.twin.rtl)
 serialise on lock files and install atomically; the synthesis cache renames a finished result
@@ -64,6 +65,10 @@ WHOLE_SUITE = (
 WHOLE_SUITE_PARAMS = ("[icarus", "-yosys-")      # Icarus runs; wccp_bram on yosys' netlists
 
 
+# The longest tests when their cache is cold: scheduled before the other slow ones.
+FIRST = ("tests/test_synth.py::test_synth_board_flow",)
+
+
 def whole_suite_only(nodeid):
     return nodeid.startswith(WHOLE_SUITE) or any(p in nodeid for p in WHOLE_SUITE_PARAMS)
 
@@ -72,7 +77,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if whole_suite_only(item.nodeid):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)      # stable: slow first
+    # stable: slow first, and of those the place-and-route runs first of all (minutes each
+    # when the synthesis cache misses: started last, they would run on after everything else)
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, not item.nodeid.startswith(FIRST)))
 
 
 def unit_of(nodeid):
