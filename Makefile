@@ -32,11 +32,12 @@ lab: setup   # the inline lab (root): clients, origin, Squid caches, the applian
 
 # Tests run on TEST_WORKERS pytest-xdist processes (auto: one per CPU core; 0: no xdist,
 # one process). --dist loadgroup keeps each module that reuses fixed addresses on one worker
-# (conftest.py, which also says which tests are `slow`: whole suite only). PYTEST_ARGS is
+# (conftest.py, which also says which tests are `slow`: whole suite only, and orders them
+# first; --no-loadscope-reorder keeps that order instead of xdist's largest-unit-first). PYTEST_ARGS is
 # appended (e.g. PYTEST_ARGS="-k twin --durations=20"); PYTEST_XDIST= (empty) drops the
 # parallel options altogether.
 TEST_WORKERS ?= auto
-PYTEST_XDIST ?= -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_XDIST ?= -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 check: lint
 	$(PY) -m pytest $(PYTEST_XDIST) -m "not slow" $(PYTEST_ARGS)

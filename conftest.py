@@ -22,9 +22,10 @@ Parallel runs (pytest-xdist, `--dist loadgroup`), and which tests may overlap:
 xdist's own `--dist loadgroup` (xdist_group marks) does not group with pytest 9.2: it groups
 by rewriting item._nodeid, which pytest 9.2 no longer reads (pytest-xdist issue #1386). So
 this file supplies the scheduler for `--dist loadgroup` (pytest_xdist_make_scheduler): xdist's
-scope scheduling with unit_of() as the scope. Slow tests are collected first, the boards' place
-and route (FIRST) ahead of them (so the long runs start early and the short ones fill in at the
-end).
+scope scheduling with unit_of() as the scope, in collection order (the Makefile passes
+--no-loadscope-reorder: by default xdist would hand out the units with the most tests first).
+Slow tests are collected first, the boards' place and route (FIRST) ahead of them, so the long
+runs start early and the short ones fill in at the end.
 
 Shared caches: the Squid build (scripts/ensure-squid.sh) and the RTL twin (wccptool.twin.rtl)
 serialise on lock files and install atomically; the synthesis cache renames a finished result

@@ -7,7 +7,8 @@ A board definition is plain JSON so that the firmware can read the same file
   .mpy format it expects, how its Ethernet comes up (``network.LAN`` or
   ``network.WIZNET5K``), the SPI bus and pins wired to the FPGA, the FPGA
   configuration/control pins and which FPGA board it drives.
-* ``fpga`` — the FPGA board: part, package, speed grade, constraints file (LPF),
+* ``fpga`` — the FPGA board: part, package, speed grade, pin constraints (an LPF file, or a
+  list of them read in order),
   clock, PHYs, the MCU link and how it can be configured.
 
 ``validate(defn)`` returns a list of human-readable problems (empty = valid). It
