@@ -96,8 +96,7 @@ module fpga_core #(
     wire [255:0]  grp_ctrl, grp_svc, grp_flags;
     wire [1023:0] grp_ports;
     wire          live, copy_start, hold;
-    wire          t_wr;
-    wire [2:0]    t_sel;
+    wire [4:0]    t_we;
     wire [9:0]    t_addr;
     wire [31:0]   t_data;
     wire          rg_ln_wr;
@@ -137,7 +136,7 @@ module fpga_core #(
         .active(active), .router_id(router_id), .appl_mac(appl_mac), .mtu(mtu), .nh_mac(nh_mac),
         .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .grp_ports(grp_ports),
         .live(live), .copy_start(copy_start), .copy_busy(|copy_busy), .hold(hold),
-        .engines_busy(busy), .t_wr(t_wr), .t_sel(t_sel), .t_addr(t_addr), .t_data(t_data),
+        .engines_busy(busy), .t_we(t_we), .t_addr(t_addr), .t_data(t_data),
         .ln_wr(rg_ln_wr), .ln_idx(rg_ln_idx), .ln_data(rg_ln_data), .ln_ack(ln_ack_rg),
 .st_rd(st_rd), .st_word(st_word), .st_hi(st_hi),
         .cc_rd(cc_rd), .bc_rd(bc_rd), .uc_rd(uc_rd),
@@ -219,23 +218,23 @@ module fpga_core #(
     wire [5:0]  mp_raddr;
     wire [9:0]  mt_raddr;
     wccp_bank_ram #(.AW(8), .DW(32), .RD_REG(0)) cache_addr (
-        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd0), .wr_addr(t_addr[7:0]),
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[0]), .wr_addr(t_addr[7:0]),
         .wr_data(t_data), .rd_addr(c_raddr), .rd_data(ca_rdata), .copy_start(copy_start),
         .copy_busy(copy_busy[0]));
     wccp_bank_ram #(.AW(8), .DW(4), .RD_REG(0)) cache_meth (
-        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd1), .wr_addr(t_addr[7:0]),
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[1]), .wr_addr(t_addr[7:0]),
         .wr_data(t_data[3:0]), .rd_addr(c_raddr), .rd_data(cm_rdata), .copy_start(copy_start),
         .copy_busy(copy_busy[1]));
     wccp_bank_ram #(.AW(9), .DW(32), .RD_REG(0)) bucket (
-        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd2), .wr_addr(t_addr[8:0]),
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[2]), .wr_addr(t_addr[8:0]),
         .wr_data(t_data), .rd_addr(bk_raddr), .rd_data(bk_rdata), .copy_start(copy_start),
         .copy_busy(copy_busy[2]));
     wccp_bank_ram #(.AW(6), .DW(32)) maskpos (
-        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd3), .wr_addr(t_addr[5:0]),
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[3]), .wr_addr(t_addr[5:0]),
         .wr_data(t_data), .rd_addr(mp_raddr), .rd_data(mp_rdata), .copy_start(copy_start),
         .copy_busy(copy_busy[3]));
     wccp_bank_ram #(.AW(10), .DW(32)) masktab (
-        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[4]), .wr_addr(t_addr),
         .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(copy_start),
         .copy_busy(copy_busy[4]));
     wccp_ram #(.AW(8), .DW(54), .RD_REG(0)) learnt (
@@ -273,8 +272,8 @@ module fpga_core #(
         .bk_raddr(bk_raddr), .bk_rdata(bk_rdata), .mp_raddr(mp_raddr), .mp_rdata(mp_rdata),
         .mt_raddr(mt_raddr), .mt_rdata(mt_rdata), .acl_raddr(acl_raddr), .acl_rdata(acl_rdata),
         .lr_valid(lt_valid), .lr_idx(lt_idx), .lr_port(lt_port), .lr_room(lt_room), .lpend(lt_pend),
-        .sf_ip_wr(t_wr && t_sel == 3'd0), .sf_ip_key(t_data), .sf_mac_wr(ln_we),
-        .sf_mac_key(ln_wdata[47:0]), .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),
+        .sf_ip_wr(t_we[0]), .sf_ip_key(t_data), .sf_mac_wr(ln_we),
+        .sf_mac_key(ln_wdata[47:0]), .sf_l2_wr(t_we[1] && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),
         .ho(ho), .d_drop(d_drop), .d_port(d_port), .d_kind(d_kind), .d_hlen(d_hlen), .d_src_off(d_src_off),
         .d_dmac(d_dmac), .d_csum(d_csum), .d_cip(d_cip), .d_rh(d_rh), .d_tl(d_tl),
         .p_ntr(p_ntr), .p_fromc(p_fromc), .p_unass(p_unass), .p_unkn(p_unkn), .p_toobig(p_toobig),

@@ -7,7 +7,7 @@
 // through the receive queue and the decision like any other (forwarded normally).
 // Timing: byte positions are a one-hot shift register and the byte compares against the
 // few constants are registered with the byte, so every check is one or two LUTs from
-// registers; the destination compare is registered every cycle (the MAC is final long
+// registers, and so are the field captures' enables; the destination compare is registered every cycle (the MAC is final long
 // before the frame's end).
 `timescale 1ns / 1ps
 `default_nettype none
@@ -26,17 +26,24 @@ module wccp_arpcap (
     // stage 1: the byte, its position and its compares
     reg [35:0] ps;            // one-hot position of the next byte (0 past byte 35)
     /* verilator lint_off UNUSEDSIGNAL */
-    reg [35:0] pos;           // one-hot position of the byte in d (26, 27: nothing to check)
+    reg [25:0] pos;           // one-hot position of the byte in d, up to the last checked byte
     /* verilator lint_on UNUSEDSIGNAL */
     reg [7:0]  d;
     reg        v, l, g;
     reg        e00, e01, e02, e04, e06, e08, e81;
+    // the field captures' enables for the byte in d (registered with it: each enable fans
+    // out to 32 or 48 flip-flops, so it is one flip-flop, not a gate on the position bits)
+    reg        c_dm, c_sm, c_su, c_st;
     always @(posedge clk) begin
         v <= s_valid && !rst;
+        c_dm <= s_valid && !rst && |ps[5:0];
+        c_sm <= s_valid && !rst && |ps[11:6];
+        c_su <= s_valid && !rst && |ps[31:28];
+        c_st <= s_valid && !rst && |ps[35:32];
         l <= s_valid && s_last && !rst;
         g <= s_good;
         d <= s_data;
-        pos <= ps;
+        pos <= ps[25:0];
         e00 <= s_data == 8'h00;
         e01 <= s_data == 8'h01;
         e02 <= s_data == 8'h02;
@@ -93,12 +100,10 @@ module wccp_arpcap (
             if (|bad_u) ok_u <= 1'b0;
             if (|bad_t) ok_t <= 1'b0;
         end
-        if (v) begin
-            if (|pos[5:0]) dmac <= {dmac[39:0], d};
-            if (|pos[11:6]) smac <= {smac[39:0], d};
-            if (|pos[31:28]) sip_u <= {sip_u[23:0], d};
-            if (|pos[35:32]) sip_t <= {sip_t[23:0], d};
-        end
+        if (c_dm) dmac <= {dmac[39:0], d};
+        if (c_sm) smac <= {smac[39:0], d};
+        if (c_su) sip_u <= {sip_u[23:0], d};
+        if (c_st) sip_t <= {sip_t[23:0], d};
         if (rst) begin
             ok_u <= 1'b0;
             ok_t <= 1'b0;

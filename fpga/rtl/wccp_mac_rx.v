@@ -26,6 +26,7 @@ module wccp_mac_rx #(
     output reg         m_oversize,
     output reg  [11:0] m_len,
     output wire [7:0]  e_data,
+    output reg         e_nz,       // e_data is not 0x00 (a register loaded with it: timing)
     output reg         e_valid,
     output wire        e_end
 );
@@ -45,6 +46,10 @@ module wccp_mac_rx #(
     reg        full5;      // fill == 5
     reg        lt_min;     // cnt < MIN_LEN
     reg        gt_max;     // cnt > MAX_LEN
+    // cnt == MIN_LEN - 1 / MAX_LEN / 12'hFFF, each kept with cnt, so that the count and
+    // its flags load from a gate over registers, not from 12-bit compares (timing)
+    reg        at_min1, at_max, sat;
+    localparam [11:0] MIN1 = MIN_LEN - 1, MAXL = MAX_LEN;
     reg  [3:0] crc_okb;    // bytes of crc (one cycle ago) equal the good-FCS residue's
     wire       crc_ok = &crc_okb;
     reg        fin;        // the frame ended in the previous cycle: emit its last byte
@@ -86,10 +91,14 @@ module wccp_mac_rx #(
             full5 <= 1'b0;
             lt_min <= 1'b1;
             gt_max <= 1'b0;
+            at_min1 <= MIN1 == 12'd0;
+            at_max <= MAXL == 12'd0;
+            sat <= 1'b0;
             crc_s <= 32'hFFFFFFFF;
             dt <= 32'd0;
             sdt <= 32'd0;
             dly <= 40'd0;
+            e_nz <= 1'b0;
             m_data <= 8'd0;
             m_len <= 12'd0;
         end else begin
@@ -105,6 +114,9 @@ module wccp_mac_rx #(
                 cnt <= 12'd0;
                 lt_min <= 1'b1;
                 gt_max <= 1'b0;
+                at_min1 <= MIN1 == 12'd0;
+                at_max <= MAXL == 12'd0;
+                sat <= 1'b0;
                 err <= 1'b0;
                 crc_s <= 32'hFFFFFFFF;
                 dt <= 32'd0;
@@ -121,14 +133,20 @@ module wccp_mac_rx #(
             S_DATA: begin
                 if (gmii_rx_dv) begin
                     dly <= {dly[31:0], gmii_rxd};
+                    e_nz <= gmii_rxd != 8'h00;
                     crc_s <= {8'd0, crc_s[31:8]} ^ c_lo ^ c_hi ^ sdt;
                     dt <= t_lo ^ t_hi;
                     sdt <= st_lo ^ st_hi;
-                    if (cnt != 12'hFFF) cnt <= cnt + 12'd1;
+                    if (!sat) begin
+                        cnt <= cnt + 12'd1;
+                        at_min1 <= cnt + 12'd1 == MIN1;
+                        at_max <= cnt + 12'd1 == MAXL;
+                        sat <= cnt == 12'hFFE;
+                    end
                     // length flags of the incremented count (it grows by one from 0 and
                     // saturates, so an equality is enough; no comparator chains)
-                    if (cnt == MIN_LEN - 1) lt_min <= 1'b0;
-                    if (cnt == MAX_LEN) gt_max <= 1'b1;
+                    if (at_min1) lt_min <= 1'b0;
+                    if (at_max) gt_max <= 1'b1;
                     if (gmii_rx_er) err <= 1'b1;
                     if (full5) begin
                         // dly[39:32] is a payload byte, followed by >= 4 more bytes

@@ -57,6 +57,7 @@ module wccp_parser (
     input  wire         clk,
     input  wire         rst,
     input  wire [7:0]   s_data,
+    input  wire         s_nz,         // s_data != 0x00, from the stream's source (a register there: timing)
     input  wire         s_valid,
     input  wire         s_end,       // the cycle after the stream's last byte
     output reg          done,
@@ -107,6 +108,7 @@ module wccp_parser (
     reg [7:0]  l4b [0:11];
     reg        done0;        // s_end registered (cycle after the last byte): fields final
     reg        ge60;         // the byte in the input register is byte 60 or later
+    reg        at59;         // fcnt == 59
     reg [3:0]  hpw;          // a header point at byte >= 60, 1..4 bytes ago
     reg [47:0] lhx;          // L4 positions (lh) of the last 4 bytes, newest in [11:0]
     reg [16:0] tlen4;        // tlen + 4: the datagram and the FCS
@@ -200,14 +202,14 @@ module wccp_parser (
     // push from it, are then one LUT from registers)
     wire n_etp  = eh[12] || (vlan && eh[16]);      // the byte in d is the high ethertype byte
     wire n_hpl4 = restart ? 1'b0 : v ? (gre ? (!ihl_lo3 && lh[10]) : (!ihl_lo5 && lh[2])) : hp_l4;
-    wire n_ge60 = clr ? 1'b0 : (v && fcnt == 12'd59) ? 1'b1 : ge60;
+    wire n_ge60 = clr ? 1'b0 : (v && at59) ? 1'b1 : ge60;
     wire n_hpw3 = restart ? 1'b0 : v ? hpw[2] : hpw[3];
     wire n_etlo = restart ? 1'b0 : v ? n_etp : etlo;
     wire n_etnx = (v && n_etp) ? (!b08 && (vlan || !b81)) : et_nx;
     reg  hpe;
     always @(posedge clk)
         hpe <= s_valid && !rst && ((n_hpl4 && !n_ge60) || n_hpw3 ||
-                                   (n_etlo && (s_data != 8'h00 || n_etnx)));
+                                   (n_etlo && (s_nz || n_etnx)));
     wire hpt_e  = hpe;
     wire hpt_ih = v && hp_ih && !ge60;
     always @(*) hdr_done = hpt_e || hd_r;
@@ -223,7 +225,11 @@ module wccp_parser (
         else if (v && !fcnt[11]) fcnt <= fcnt + 12'd1;
         // fcnt is the index of the byte in the input register
         if (clr) ge60 <= 1'b0;
-        else if (v && fcnt == 12'd59) ge60 <= 1'b1;
+        else if (v && at59) ge60 <= 1'b1;
+        // at59: fcnt == 59, kept with fcnt (timing: ge60's next value, and hpe from it,
+        // are then a gate over registers, not a 12-bit compare)
+        if (clr) at59 <= 1'b0;
+        else if (v && !fcnt[11]) at59 <= fcnt == 12'd58;
         if (done0) frame_len <= fcnt[10:0] - 11'd4;
         if (clr) ipn <= 11'd0;
         else if (v && in_ip) ipn <= ipn + 11'd1;

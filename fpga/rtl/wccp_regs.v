@@ -38,8 +38,9 @@ module wccp_regs #(
     input  wire          copy_busy,
     output reg           hold,
     input  wire          engines_busy,
-    output reg           t_wr,
-    output reg  [2:0]    t_sel,        // 0 cache addr, 1 cache method, 2 bucket, 3 maskpos, 4 masktab
+    output reg  [4:0]    t_we,         // table write strobe, one-hot: 0 cache addr, 1 cache method,
+                                       // 2 bucket, 3 maskpos, 4 masktab (a flip-flop per table: each
+                                       // drives its RAM's write enable straight; timing)
     output reg  [9:0]    t_addr,
     output reg  [31:0]   t_data,
     // learnt-state write (live)
@@ -230,8 +231,8 @@ module wccp_regs #(
         end
     end
 
-    always @(posedge clk) t_data <= d_wd;   // (qualified by t_wr: no enable)
-    // the table write address, also qualified by t_wr, every cycle: cache tables a[9:2] (a[9:7]
+    always @(posedge clk) t_data <= d_wd;   // (qualified by t_we: no enable)
+    // the table write address, also qualified by t_we, every cycle: cache tables a[9:2] (a[9:7]
     // slot, a[6:2] cache) in bits 7:0, the mask positions {a[6:4] slot, a[2:1] set, a[0]
     // word} in bits 5:0, the bucket and value tables a[8:0] / a[9:0]; the bits a table does
     // not use are left as they come (a multiplexer, no forced zeros: no set/reset pins on
@@ -240,7 +241,7 @@ module wccp_regs #(
         t_addr <= w_cache ? {d_a[9:8], d_a[9:2]} :
                   w_maskset ? {d_a[9:6], d_a[6:4], d_a[2:1], d_a[0]} : d_a[9:0];
     always @(posedge clk) begin
-        t_wr <= 1'b0;
+        t_we <= 5'd0;
         copy_start <= 1'b0;
         if (rst) begin
             s_router_id <= 32'd0; s_mac <= 48'd0; s_mtu <= 16'd1500; s_nh <= 96'd0;
@@ -320,8 +321,8 @@ module wccp_regs #(
             if (w_cache) begin
                 // a[9:7] slot, a[6:2] cache, a[1:0] register
                 case (d_a[1:0])
-                2'd0: begin t_wr <= 1'b1; t_sel <= 3'd0; end
-                2'd1: begin t_wr <= 1'b1; t_sel <= 3'd1; end
+                2'd0: t_we[0] <= 1'b1;
+                2'd1: t_we[1] <= 1'b1;
                 2'd2: begin
                     ln_wr <= 1'b1;
                     ln_idx <= d_a[9:2];
@@ -330,9 +331,9 @@ module wccp_regs #(
                 default: ln_stage <= d_wd;
                 endcase
             end
-            if (w_bucket) begin t_wr <= 1'b1; t_sel <= 3'd2; end
-            if (w_maskset) begin t_wr <= 1'b1; t_sel <= 3'd3; end
-            if (w_masktab) begin t_wr <= 1'b1; t_sel <= 3'd4; end
+            if (w_bucket) t_we[2] <= 1'b1;
+            if (w_maskset) t_we[3] <= 1'b1;
+            if (w_masktab) t_we[4] <= 1'b1;
         end
     end
 
@@ -413,7 +414,7 @@ module wccp_regs #(
     reg  [7:0]  gc_a, gc_a1, gc_a2;
     reg         gc_v1, gc_v2, gc_ok;     // gc_ok: the valid bit of gc_a2's word
     reg  [7:0]  gc_v8;                   // the valid bits of gc_a1's row (read with gc_a)
-    reg         gc_vr;                   // and the row's written-since-reset flag
+    reg  [3:0]  gc_vq;                   // and the written-since-reset flags of its 4-row group
     reg  [55:0] gc_hit;
     reg  [255:0] gc_d;
     integer gj, gi;
@@ -423,8 +424,8 @@ module wccp_regs #(
         gc_v1 <= gc_cp && !rst;
         gc_v2 <= gc_v1 && !rst;
         gc_v8 <= vram_c[gc_a[7:3]];      // the lookup in two steps (timing)
-        gc_vr <= vrow[gc_a[7:3]];
-        gc_ok <= gc_vr && gc_v8[gc_a1[2:0]];
+        gc_vq <= vrow[gc_a[7:5] * 4 +: 4];
+        gc_ok <= gc_vq[gc_a1[4:3]] && gc_v8[gc_a1[2:0]];
         for (gj = 0; gj < 8; gj = gj + 1) begin
             for (gi = 0; gi < 7; gi = gi + 1)
                 gc_hit[gj * 7 + gi] <= gc_v2 && gc_a2 == {gj[2:0], 2'b00, gi[2:0]} && !rst;

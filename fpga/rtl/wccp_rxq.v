@@ -83,11 +83,11 @@ module wccp_rxq #(
     wire        r_valid, r_last, r_good, r_runt, r_bad, r_over;
     wire [11:0] r_len;
     wire [7:0]  e_data;           // the MAC's early stream (FCS included) for the parser
-    wire        e_valid, e_end;
+    wire        e_valid, e_end, e_nz;
     wccp_mac_rx mac (
         .clk(clk), .rst(rst), .gmii_rxd(gmii_rxd), .gmii_rx_dv(gmii_rx_dv), .gmii_rx_er(gmii_rx_er),
         .m_data(r_data), .m_valid(r_valid), .m_last(r_last), .m_good(r_good), .m_runt(r_runt),
-        .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len), .e_data(e_data), .e_valid(e_valid),
+        .m_bad_fcs(r_bad), .m_oversize(r_over), .m_len(r_len), .e_data(e_data), .e_nz(e_nz), .e_valid(e_valid),
         .e_end(e_end));
     assign m_data = r_data;
     assign m_valid = r_valid;
@@ -108,7 +108,7 @@ module wccp_rxq #(
     wire [31:0] p_sip, p_dip, p_l4w0;
     wire [3:0]  p_ihl;
     wccp_parser parser (
-        .clk(clk), .rst(rst), .s_data(e_data), .s_valid(e_valid), .s_end(e_end),
+        .clk(clk), .rst(rst), .s_data(e_data), .s_nz(e_nz), .s_valid(e_valid), .s_end(e_end),
         .done(p_done), .hdr_done(p_hdr_done), .dst_mac(p_dst), .src_mac(p_src), .vlan(p_vlan),
         .vlan_tci(p_tci), .frame_len(p_flen), .is_ip(p_is_ip), .ip_hdr_ok(p_ip_hdr_ok),
         .avail(p_avail), .ip_ok(p_ip_ok), .proto(p_proto), .sip(p_sip), .dip(p_dip),

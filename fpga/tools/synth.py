@@ -2,7 +2,7 @@
 """Synthesise, place and route the datapath for the ECP5 with YoWASP (yosys, nextpnr-ecp5,
 ecppack) and report Fmax and resource use.
 
-    python fpga/tools/synth.py [--board colorlight_5a75b] [--top fpga] [--out build/synth]
+    python fpga/tools/synth.py [--board colorlight_i9] [--top fpga] [--out build/synth]
 
 Writes <out>/<top>.json (netlist), <top>.config, <top>.bit (board top only) and
 <out>/report.json {"fmax_mhz": {clock: MHz}, "util": {cell: [used, total]}, ...}.
@@ -23,6 +23,8 @@ import time
 import endpoints     # fpga/tools/endpoints.py (this script runs from its own directory)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "host_tools"))
+from wccptool import boards   # noqa: E402  (the board files' one reader: definitions, pin files)
 RTL = ROOT / "fpga" / "rtl"
 BIN = ROOT / ".venv" / "bin"
 
@@ -59,11 +61,11 @@ def core_fmax(fmax):
 
 
 def board_defn(name):
-    """boards/<name>.json (the flow reads only its fpga, constraints, top and sources)."""
-    p = ROOT / "boards" / ("%s.json" % name)
-    if not p.exists():
-        raise SystemExit("no board definition %s" % p)
-    return json.loads(p.read_text())
+    """boards/<name>.json, validated (the flow reads only its fpga, constraints, top and sources)."""
+    try:
+        return boards.load(name)
+    except boards.BoardError as e:
+        raise SystemExit(str(e))
 
 
 def place_and_route(a, netlist, lpf, d, seed, timeout):
@@ -107,7 +109,7 @@ def rtl_build_id(srcs):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--board", default="colorlight_5a75b")
+    ap.add_argument("--board", default="colorlight_i9")
     ap.add_argument("--top", default="fpga", help="fpga (board top, with pins) or fpga_core")
     ap.add_argument("--out", default=str(ROOT / "build" / "synth"))
     ap.add_argument("--seed", type=int, default=1)
@@ -166,8 +168,7 @@ def main(argv=None):
         # the board's pin files in order ("constraints": one file or a list), with a tighter
         # user constraint on the PLL output where asked: nextpnr keeps a user constraint
         # instead of the one it derives from clk25
-        files = fb["constraints"] if isinstance(fb["constraints"], list) else [fb["constraints"]]
-        text = "".join((ROOT / f).read_text().rstrip("\n") + "\n" for f in files)
+        text = boards.lpf_text(boards.constraint_files(fb))
         if a.core_mhz:
             text += '\nFREQUENCY NET "clk" %g MHZ;\n' % a.core_mhz
         lpf = out / "wccp_pnr.lpf"

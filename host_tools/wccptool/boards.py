@@ -304,8 +304,12 @@ def _validate_mcu(d, problems):
         else:
             try:
                 with open(board_path(fb)) as f:
-                    if json.load(f).get("kind") != "fpga":
-                        problems.append("fpga_board: %r is not an FPGA board" % fb)
+                    fd = json.load(f)
+                if fd.get("kind") != "fpga":
+                    problems.append("fpga_board: %r is not an FPGA board" % fb)
+                elif (fd.get("mcu_link") or {}).get("wired_straight") is not True:
+                    problems.append("fpga_board: %r cannot take the MCU's SPI as it is (its mcu_link is not "
+                                    "wired_straight: %s)" % (fb, (fd.get("mcu_link") or {}).get("connector", "?")))
             except ValueError:
                 problems.append("fpga_board: %r is not valid JSON" % fb)
     bp = _req(d, "bitstream_path", str, "board", problems)
@@ -367,6 +371,9 @@ def _validate_fpga(d, problems):
         balls.append(ball)
     if len(set(balls)) != len(balls):
         problems.append("mcu_link.pins: a ball is used twice")
+    # the MCU drives three of the four lines: an FPGA board whose connector buffers them one
+    # way (the 5A-75B's 74HC245s) says so, and no MCU board may pair with it as it is
+    _req(link, "wired_straight", bool, "mcu_link", problems)
     sc = _req(d, "sysconfig", dict, "board", problems) or {}
     _req(sc, "wired_on_board", bool, "sysconfig", problems)
     _validate_fpga_files(d, c, problems)

@@ -22,7 +22,7 @@ MAIN_CELLS = ("TRELLIS_COMB", "TRELLIS_FF", "TRELLIS_RAMW", "DP16KD", "MULT18X18
 def register(sub):
     p = sub.add_parser("synth", help="synthesise the FPGA bitstream for a board (YoWASP) and print Fmax/utilisation",
                        description=__doc__.splitlines()[0])
-    p.add_argument("--board", default="colorlight_5a75b", help="FPGA board (or an MCU board: its FPGA board)")
+    p.add_argument("--board", default="colorlight_i9", help="FPGA board (or an MCU board: its FPGA board)")
     p.add_argument("--top", default="fpga", help="fpga (board top with pins, default) or fpga_core")
     p.add_argument("--out", help="output directory (default build/synth/<board>)")
     p.add_argument("--seed", type=int, help="nextpnr placement seed (default: the board's pnr.seed, else 1)")

@@ -21,6 +21,7 @@ class TB:
         self.src = GmiiSource(dut.gmii_rxd, dut.gmii_rx_er, dut.gmii_rx_dv, dut.clk, dut.rst)
         self.frames = []
         self.cur = bytearray()
+        self.early = 0           # early-stream bytes seen (e_valid), each checked against e_nz
         cocotb.start_soon(self._mon())
 
     async def _mon(self):
@@ -28,6 +29,9 @@ class TB:
         while True:
             await RisingEdge(d.clk)
             await ReadOnly()
+            if int(d.e_valid.value):
+                self.early += 1
+                assert int(d.e_nz.value) == (int(d.e_data.value) != 0), (int(d.e_data.value), int(d.e_nz.value))
             if int(d.m_valid.value):
                 if not (int(d.m_last.value) and int(d.m_runt.value) and len(self.cur) == 0 and False):
                     self.cur.append(int(d.m_data.value))
@@ -66,6 +70,10 @@ async def test_frames(dut):
     bad = bytearray(body + fcs(body))
     bad[5] ^= 1
     cases.append((bytes(bad), "bad_fcs"))       # bad FCS takes precedence over oversize
+    body = bytes(rng.randrange(256) for _ in range(4200))
+    cases.append((body + fcs(body), "oversize"))  # the length saturates at 4095
+    body = bytes(60)                              # zero bytes on the early stream
+    cases.append((body + fcs(body), "good"))
     for raw, _ in cases:
         await tb.src.send(GmiiFrame.from_raw_payload(raw))
     # a frame with rx_er in the middle
@@ -79,6 +87,7 @@ async def test_frames(dut):
         await Timer(1, "us")
     await Timer(1, "us")
     assert len(tb.frames) == len(cases), (len(tb.frames), len(cases))
+    assert tb.early >= sum(len(raw) for raw, _ in cases), tb.early
     for (raw, kind), (data, st) in zip(cases, tb.frames, strict=True):
         assert st[kind] == 1, (kind, st)
         assert sum(st[k] for k in ("good", "runt", "bad_fcs", "oversize")) == 1, st

@@ -187,6 +187,7 @@ async def test_fields(dut):
     dut.s_valid.value = 0
     dut.s_end.value = 0
     dut.s_data.value = 0
+    dut.s_nz.value = 0
     for _ in range(3):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
@@ -220,6 +221,7 @@ async def test_fields(dut):
         await RisingEdge(dut.clk)
         dut.s_valid.value = v
         dut.s_data.value = b
+        dut.s_nz.value = int(b != 0)        # as the MAC gives it with the byte
         dut.s_end.value = end
         await ReadOnly()
         # outputs in this cycle: registered from the inputs of cycles < c

@@ -44,8 +44,10 @@ class TB:
             await RisingEdge(d.clk)
             await ReadOnly()
             self.cycle += 1
-            if int(d.t_wr.value):
-                self.t_writes.append((int(d.t_sel.value), int(d.t_addr.value), int(d.t_data.value)))
+            we = int(d.t_we.value)
+            if we:
+                assert we & (we - 1) == 0, "t_we not one-hot: %s" % bin(we)
+                self.t_writes.append((we.bit_length() - 1, int(d.t_addr.value), int(d.t_data.value)))
             ack = int(d.ln_wr.value) and self.cycle % 3 == 0     # acknowledge late
             if ack:
                 self.ln_writes.append((int(d.ln_idx.value), int(d.ln_data.value)))
