@@ -305,11 +305,12 @@ def _validate_mcu(d, problems):
             try:
                 with open(board_path(fb)) as f:
                     fd = json.load(f)
+                link = fd.get("mcu_link") or {}
                 if fd.get("kind") != "fpga":
                     problems.append("fpga_board: %r is not an FPGA board" % fb)
-                elif (fd.get("mcu_link") or {}).get("wired_straight") is not True:
+                elif link.get("wired_straight") is not True:
                     problems.append("fpga_board: %r cannot take the MCU's SPI as it is (its mcu_link is not "
-                                    "wired_straight: %s)" % (fb, (fd.get("mcu_link") or {}).get("connector", "?")))
+                                    "wired_straight: %s)" % (fb, link.get("connector", "?")))
             except ValueError:
                 problems.append("fpga_board: %r is not valid JSON" % fb)
     bp = _req(d, "bitstream_path", str, "board", problems)
