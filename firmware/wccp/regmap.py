@@ -8,7 +8,7 @@ except ImportError:  # CPython
         return x
 
 ID_VALUE = const(0x57434350)
-REGMAP_VERSION = const(0x00010004)
+REGMAP_VERSION = const(0x00010005)
 NUM_PORTS = const(2)
 MAX_GROUPS = const(8)
 MAX_CACHES = const(32)
@@ -55,6 +55,10 @@ ACL_SRC_LEN_SHIFT = const(0x0)
 ACL_DST_LEN_SHIFT = const(0x8)
 ACL_PERMIT = const(0x10000)
 ACL_LEN_MASK = const(0x3F)
+SRCIDX_COUNT_SHIFT = const(0x10)
+SRCIDX_FIELD_MASK = const(0x1FF)
+SRCIDX_L2 = const(0x100)
+SRCIDX_LIST_SIZE = const(0x200)
 
 # GLOBAL
 GLOBAL_BASE = const(0x000000)
@@ -143,6 +147,17 @@ MASKTAB_COUNT = const(8)
 MASKTAB_WORD = const(0x0)  # offset in block
 MASKTAB_WORD_STRIDE = const(1)
 MASKTAB_WORD_COUNT = const(128)
+
+# SRCIDX
+SRCIDX_BASE = const(0x003800)
+SRCIDX_STRIDE = const(0x0)
+SRCIDX_COUNT = const(1)
+SRCIDX_HEAD = const(0x003800)
+SRCIDX_HEAD_STRIDE = const(1)
+SRCIDX_HEAD_COUNT = const(257)
+SRCIDX_LIST = const(0x003A00)
+SRCIDX_LIST_STRIDE = const(1)
+SRCIDX_LIST_COUNT = const(512)
 
 # PROBE
 PROBE_BASE = const(0x004000)

@@ -8,7 +8,10 @@ except ImportError:  # CPython
     def const(x):
         return x
 
-from wccp.regmap import BITPOS_VALID, MASK_BITS, MASK_NO_MATCH, MASK_TABLE_SIZE
+from wccp.regmap import (
+    BITPOS_VALID, MASK_BITS, MASK_NO_MATCH, MASK_TABLE_SIZE, MAX_CACHES, METHOD_FIELD_MASK, METHOD_RET_SHIFT, RET_L2,
+    SRCIDX_COUNT_SHIFT, SRCIDX_HEAD_COUNT, SRCIDX_L2,
+)
 
 _KEY_BITS = const(96)           # the mask key: src_ip<<64 | dst_ip<<32 | src_port<<16 | dst_port
 _CACHE_INDEX = const(0x7F)      # a mask table entry's cache index bits
@@ -73,3 +76,47 @@ def compile_mask_set(masks, values):
     w0 = pb[0] | (pb[1] << 8) | (pb[2] << 16) | (pb[3] << 24)
     w1 = pb[4] | (pb[5] << 8) | (pb[6] << 16)
     return w0, w1, table
+
+
+def addr_fold(address):
+    """The cache-source index's key of an IPv4 address: the XOR of its four bytes."""
+    return (address ^ (address >> 8) ^ (address >> 16) ^ (address >> 24)) & 0xFF
+
+
+def srcidx_words(tables):
+    """The cache-source index (SRCIDX block) of the cache tables.
+
+    tables: per slot, its cache entries in index order as (address, method word) pairs (the
+    entries the slot's NUM_CACHES counts). Returns (head, entries): SRCIDX_HEAD_COUNT head
+    words and the SRCIDX_LIST words they point into. The entries of fold f (ascending, as
+    slot*32 + index) form one run, the runs of folds 0..255 follow one another from word 0,
+    and the run of the L2-return entries (SRCIDX_L2) comes after them.
+    """
+    count = bytearray(256)
+    nent = 0
+    for slot in tables:
+        for address, _method in slot:
+            count[addr_fold(address)] += 1
+            nent += 1
+    start = [0] * 256
+    pos = 0
+    for f in range(256):
+        start[f] = pos
+        pos += count[f]
+    entries = [0] * nent
+    fill = list(start)
+    l2 = []
+    for s in range(len(tables)):
+        for i in range(len(tables[s])):
+            address, method = tables[s][i]
+            e = s * MAX_CACHES + i
+            f = addr_fold(address)
+            entries[fill[f]] = e
+            fill[f] += 1
+            if (method >> METHOD_RET_SHIFT) & METHOD_FIELD_MASK == RET_L2:
+                l2.append(e)
+    head = [0] * SRCIDX_HEAD_COUNT
+    for f in range(256):
+        head[f] = start[f] | (count[f] << SRCIDX_COUNT_SHIFT)
+    head[SRCIDX_L2] = nent | (len(l2) << SRCIDX_COUNT_SHIFT)
+    return head, entries + l2

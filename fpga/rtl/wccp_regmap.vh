@@ -3,7 +3,7 @@
 `define WCCP_REGMAP_VH
 
 `define WCCP_ID_VALUE 32'h57434350
-`define WCCP_REGMAP_VERSION 32'h00010004
+`define WCCP_REGMAP_VERSION 32'h00010005
 `define WCCP_NUM_PORTS 2
 `define WCCP_MAX_GROUPS 8
 `define WCCP_MAX_CACHES 32
@@ -50,6 +50,10 @@
 `define WCCP_ACL_DST_LEN_SHIFT 8
 `define WCCP_ACL_PERMIT 65536
 `define WCCP_ACL_LEN_MASK 63
+`define WCCP_SRCIDX_COUNT_SHIFT 16
+`define WCCP_SRCIDX_FIELD_MASK 511
+`define WCCP_SRCIDX_L2 256
+`define WCCP_SRCIDX_LIST_SIZE 512
 
 // block GLOBAL: Identification, control, watchdog, commit and global shadow configuration.
 `define WCCP_GLOBAL_BASE 24'h000000
@@ -138,6 +142,17 @@
 `define WCCP_MASKTAB_WORD 0
 `define WCCP_MASKTAB_WORD_STRIDE 1
 `define WCCP_MASKTAB_WORD_COUNT 128
+
+// block SRCIDX: Cache-source index (shadow, committed with the cache tables): the decision core finds the cache-tabl
+`define WCCP_SRCIDX_BASE 24'h003800
+`define WCCP_SRCIDX_STRIDE 0
+`define WCCP_SRCIDX_COUNT 1
+`define WCCP_SRCIDX_HEAD 0
+`define WCCP_SRCIDX_HEAD_STRIDE 1
+`define WCCP_SRCIDX_HEAD_COUNT 257
+`define WCCP_SRCIDX_LIST 512
+`define WCCP_SRCIDX_LIST_STRIDE 1
+`define WCCP_SRCIDX_LIST_COUNT 512
 
 // block PROBE: Active discovery of cache locations (all live): a packet-out buffer the firmware fills and sends out
 `define WCCP_PROBE_BASE 24'h004000
