@@ -59,7 +59,7 @@ bench: setup
 	$(PY) bench/run_all.py
 
 synth: setup
-	$(VENV)/bin/wccp synth --board $${BOARD:-colorlight_5a75b}
+	$(VENV)/bin/wccp synth --board $${BOARD:-colorlight_i9}
 
 clean:
 	rm -rf build sim_build* .pytest_cache .ruff_cache

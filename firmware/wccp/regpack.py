@@ -92,7 +92,7 @@ def srcidx_words(tables):
     slot*32 + index) form one run, the runs of folds 0..255 follow one another from word 0,
     and the run of the L2-return entries (SRCIDX_L2) comes after them.
     """
-    count = bytearray(256)
+    count = [0] * 256
     nent = 0
     for slot in tables:
         for address, _method in slot:

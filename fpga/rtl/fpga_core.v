@@ -96,14 +96,14 @@ module fpga_core #(
     wire [255:0]  grp_ctrl, grp_svc, grp_flags;
     wire [1023:0] grp_ports;
     wire          live, copy_start, hold;
-    wire [4:0]    t_we;
+    wire [6:0]    t_we;
     wire [9:0]    t_addr;
     wire [31:0]   t_data;
     wire          rg_ln_wr;
     wire [7:0]    rg_ln_idx;
     wire [53:0]   rg_ln_data;
     wire          busy;
-    wire [4:0]    copy_busy;
+    wire [6:0]    copy_busy;
 
     wire [1:0]    ev_rx, ev_tx;
     wire [23:0]   ev_rx_len, ev_tx_len;
@@ -237,6 +237,19 @@ module fpga_core #(
         .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[4]), .wr_addr(t_addr),
         .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(copy_start),
         .copy_busy(copy_busy[4]));
+    // the cache-source index (SRCIDX): heads {count, start} by address fold (and the L2-return
+    // run at 256), and the list of table entries they point into
+    wire [8:0]  hd_raddr, ls_raddr;
+    wire [17:0] hd_rdata;
+    wire [7:0]  ls_rdata;
+    wccp_bank_ram #(.AW(9), .DW(18), .RD_REG(0)) srcidx_head (
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[5]), .wr_addr(t_addr[8:0]),
+        .wr_data({t_data[16 +: 9], t_data[8:0]}), .rd_addr(hd_raddr), .rd_data(hd_rdata),
+        .copy_start(copy_start), .copy_busy(copy_busy[5]));
+    wccp_bank_ram #(.AW(9), .DW(8), .RD_REG(0)) srcidx_list (
+        .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[6]), .wr_addr(t_addr[8:0]),
+        .wr_data(t_data[7:0]), .rd_addr(ls_raddr), .rd_data(ls_rdata),
+        .copy_start(copy_start), .copy_busy(copy_busy[6]));
     wccp_ram #(.AW(8), .DW(54), .RD_REG(0)) learnt (
         .clk(clk), .wr_en(ln_we), .wr_addr(ln_widx), .wr_data(ln_wdata),
         .rd_addr(c_raddr), .rd_data(ln_rdata));
@@ -271,6 +284,7 @@ module fpga_core #(
         .c_raddr(c_raddr), .ca_rdata(ca_rdata), .cm_rdata(cm_rdata), .ln_rdata(ln_rdata),
         .bk_raddr(bk_raddr), .bk_rdata(bk_rdata), .mp_raddr(mp_raddr), .mp_rdata(mp_rdata),
         .mt_raddr(mt_raddr), .mt_rdata(mt_rdata), .acl_raddr(acl_raddr), .acl_rdata(acl_rdata),
+        .hd_raddr(hd_raddr), .hd_rdata(hd_rdata), .ls_raddr(ls_raddr), .ls_rdata(ls_rdata),
         .lr_valid(lt_valid), .lr_idx(lt_idx), .lr_port(lt_port), .lr_room(lt_room), .lpend(lt_pend),
         .sf_ip_wr(t_we[0]), .sf_ip_key(t_data), .sf_mac_wr(ln_we),
         .sf_mac_key(ln_wdata[47:0]), .sf_l2_wr(t_we[1] && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),

@@ -103,6 +103,12 @@ module wccp_decide #(
     // live redirect-list words (wccp_regs: slot*32 + group word offset; 2-cycle read)
     output wire [7:0]    acl_raddr,
     input  wire [31:0]   acl_rdata,
+    // the cache-source index (SRCIDX, 2-cycle reads): heads {count, start} by the fold of a
+    // cache address (256: the L2-return run), the list of table entries they point into
+    output reg  [8:0]    hd_raddr,
+    input  wire [17:0]   hd_rdata,
+    output wire [8:0]    ls_raddr,
+    input  wire [7:0]    ls_rdata,
     // learning targets, to the commit unit of port lr_port (taken where lr_valid and its
     // lr_room are high)
     output reg           lr_valid,
@@ -287,7 +293,7 @@ module wccp_decide #(
     wccp_decide_cfg cfg (
         .acl(c_hasacl), .nacl(c_nacl),
         .clk(clk), .grp_ctrl(grp_ctrl), .grp_svc(grp_svc), .grp_flags(grp_flags), .mtu(mtu),
-        .router_id(router_id), .svp(c_svp), .pr0(c_pr0), .needp(c_needp), .cnt(iss_cnt),
+        .router_id(router_id), .svp(c_svp), .pr0(c_pr0), .needp(c_needp),
         .mtu_r(mtu_r), .rid_sum(rid_sum), .hsel(c_hsel), .msel(c_msel), .hkf(c_hkf), .psel(c_psel));
 
     // ---- classification (from the latched bundle and the configuration, every cycle) ----
@@ -434,25 +440,34 @@ module wccp_decide #(
         bit16 = v[i];
     endfunction
 
-    // ---- cache-table scan pipeline ----
-    // issue state: slot, index, entries left in this slot minus one (bit 6: none left),
-    // the later slots' counts (shifted down one slot per advance), last-slot flag
+    // ---- cache-table scan pipeline (over the cache-source index) ----
+    // The scan reads the table entries that the index lists for the frame's source: the run of
+    // its address's fold (phase 0: source-IP compares, learning), then, when the prefilter
+    // says the source MAC may be an L2-return cache's, the L2-return run (phase 1: MAC
+    // compares only; an entry of both runs learns once, in phase 0). Issue state: the phase,
+    // the list word issued, the words left in the run after it (iss_last: none), whether the
+    // L2 run follows (iss_b), the end of the scan (iss_end: nothing left to issue).
     reg        iss_on;
-    reg [2:0]  iss_slot;
-    reg [4:0]  iss_idx;
-    reg [6:0]  iss_left;
-    reg [48:0] iss_nsh;
-    reg        iss_last;
-    reg        iss_ld;           // load the issue state from t4_s (start in S_C2, learn hit)
-    localparam SNW = 3 + 5 + 7 + 49 + 1;
-    wire [SNW-1:0] iss_snap = {iss_slot, iss_idx, iss_left, iss_nsh, iss_last};
-    wire [55:0]    iss_cnt;
-    wire [SNW-1:0] iss_init = {3'd0, 5'd0, iss_cnt, 1'b0};   // the start of a scan: slot 0
-    // in-flight entries: t0 = address register, results valid with t5
-    reg        t0_v, t1_v, t2_v, t3_v, t4_v, t5_v;
+    reg        iss_ph, iss_last, iss_b, iss_end;
+    reg [8:0]  iss_pos, iss_left;
+    wire       iss_go = iss_on && !iss_end;   // a list word is issued this cycle
+    assign ls_raddr = iss_pos;
+    reg        iss_ld;           // load the issue state from t4_s (a learn hit: resume)
+    localparam SNW = 1 + 9 + 9 + 1 + 1 + 1;
+    wire [SNW-1:0] iss_snap = {iss_ph, iss_pos, iss_left, iss_last, iss_b, iss_end};
+    wire           t4_ph = t4_s[SNW-1];
+    // the heads: the L2-return run's (read while idle: hd_raddr rests on 256, registered in
+    // S_C3), the fold's (addressed in S_C2, registered in the prefilter's answer cycle: hq_*)
+    reg  [8:0] b_start, b_lm1, hq_start, hq_lm1;
+    reg        b_any, b_one, hq_nz, hq_one;
+    reg        sc_pend;          // S_C3, the answer cycle: the scan is about to start
+    reg        st_ld, st_mac;    // load the issue state from the heads (the cycle after the answer)
+    // in-flight entries: u1 the list RAM's address, u2 its word (ls_rdata), t0 = the cache
+    // tables' address register, results valid with t5
+    reg        u1_v, u2_v, t0_v, t1_v, t2_v, t3_v, t4_v, t5_v;
     reg [7:0]  t1_a, t2_a, t3_a, t4_a, t5_a;
     reg [7:0]  t5_oh;            // t5's slot, one-hot
-    reg [SNW-1:0] t0_s, t1_s, t2_s, t3_s, t4_s;
+    reg [SNW-1:0] u1_s, u2_s, t0_s, t1_s, t2_s, t3_s, t4_s;
     // comparisons of the table words read for t3, registered in bytes; t5: hit flags
     reg  [3:0] ip_q;
     reg  [7:0] mac_q;
@@ -779,7 +794,7 @@ module wccp_decide #(
         // the cache: its index straight from the table byte in the state that reads it; the
         // primary bucket's a cycle earlier, from the RAM word in S_B1 (c_pbraw; S_B1L sets
         // the same value from byte_pb), so that its words are read in S_CK = S_B1L + 2
-        c_raddr <= iss_on ? {iss_slot, iss_idx} :
+        c_raddr <= u2_v ? ls_rdata :
                    {msl_a, state[S_B1] ? c_pbraw : state[S_B1L] ? byte_pb[4:0] :
                            state[S_B2L] ? byte_ab[4:0] : state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
         for (kc = 0; kc < 4; kc = kc + 1)
@@ -822,44 +837,74 @@ module wccp_decide #(
     end
 
     // ---- scan prefilter (wccp_srcfilt): can any table entry match this source? ----
-    // sampled with the bundle (idle), answered in the scan's second issue cycle (the first
-    // S_SCAN cycle, sf_chk): a "no" ends the scan at once (the issue stops, the entry already
-    // issued from slot 0 is dropped: it cannot hit, that is what "no" means), so a client's
-    // frame is decided in constant time, whatever the number of caches. Table writes reach
+    // sampled with the bundle (idle), answered in the first S_SCAN cycle (sf_chk), before the
+    // scan issues anything: a "no" ends the scan at once, so a client's frame is decided in
+    // constant time, whatever the number of caches; its MAC half (sf_mmac) says whether the
+    // scan walks the L2-return run after the address fold's. Table writes reach
     // the live bank only through a commit, learnt MACs a cycle after their write: a learning
     // write of another frame's commit unit while this frame is decided may or may not be
     // seen (the scan could read that entry before the write as well).
-    wire sf_maybe;
+    wire sf_maybe, sf_mmac;
     reg  sf_chk;
     always @(posedge clk) sf_chk <= state[S_C3];
     wccp_srcfilt sf (
         .clk(clk), .ip_wr(sf_ip_wr), .ip_key(sf_ip_key), .mac_wr(sf_mac_wr), .mac_key(sf_mac_key),
-        .l2_wr(sf_l2_wr), .q_en(idle_f), .q_ip(b_sip), .q_mac(b_src), .maybe(sf_maybe));
+        .l2_wr(sf_l2_wr), .q_en(idle_f), .q_ip(b_sip), .q_mac(b_src), .maybe(sf_maybe),
+        .maybe_mac(sf_mmac));
     wire sf_none = sf_chk && !sf_maybe;
 
     // ---- scan: issue state, in-flight entries, hits ----
-    // A learn hit (learn_r) becomes a learning target: its index goes to the frame's commit
-    // unit (lr_valid until there is room in its list: lr_ack), then the scan resumes after
-    // the hit. The commit unit writes the targets if the frame's status is good and complete.
+    // In cycles after the take (S_C1 = 1): the L2 run's head is on hd_rdata in S_C3 (3), the
+    // fold's in the answer cycle (4: the first S_SCAN, sf_chk), registered (hq_*) with the
+    // answer; the issue state is loaded in 5 (st_ld) from them, the first word issued in 6; a
+    // word's entry is on ls_rdata two cycles after its issue (u2), in c_raddr (t0) the cycle
+    // after. A learn hit (learn_r) becomes a learning target: its index goes to the frame's
+    // commit unit (lr_valid until there is room in its list: lr_ack), then the scan resumes
+    // after the hit (t4_s: the state of the word issued the cycle after the hit's, the next
+    // word or the end). The commit unit writes the targets if the frame's status is good and
+    // complete.
     wire lr_ack = lr_valid && lr_room[prt];
     always @(posedge clk) begin
+        hd_raddr <= state[S_C1] ? {1'b0, fold32(f_sip)} : 9'd`WCCP_SRCIDX_L2;
+        if (state[S_C3]) begin
+            b_start <= hd_rdata[8:0];
+            b_lm1 <= hd_rdata[17:9] - 9'd1;
+            b_one <= (hd_rdata[17:9] == 9'd1);
+            b_any <= (hd_rdata[17:9] != 9'd0);
+        end
+        hq_start <= hd_rdata[8:0];
+        hq_lm1 <= hd_rdata[17:9] - 9'd1;
+        hq_one <= (hd_rdata[17:9] == 9'd1);
+        hq_nz <= (hd_rdata[17:9] != 9'd0);
+        st_mac <= sf_mmac;
         if (iss_ld) begin
-            {iss_slot, iss_idx, iss_left, iss_nsh, iss_last} <= t4_s;
-        end else if (iss_on) begin
-            if (!iss_left[6]) begin
-                iss_idx <= iss_idx + 5'd1;
-                iss_left <= iss_left - 7'd1;
+            {iss_ph, iss_pos, iss_left, iss_last, iss_b, iss_end} <= t4_s;
+        end else if (st_ld) begin
+            // the fold's run, then the L2 run if the MAC may match; or the L2 run alone
+            iss_ph <= !hq_nz;
+            iss_pos <= hq_nz ? hq_start : b_start;
+            iss_left <= hq_nz ? hq_lm1 : b_lm1;
+            iss_last <= hq_nz ? hq_one : b_one;
+            iss_b <= hq_nz && st_mac && b_any;
+            iss_end <= !hq_nz && !(st_mac && b_any);
+        end else if (iss_go) begin
+            if (!iss_last) begin
+                iss_pos <= iss_pos + 9'd1;
+                iss_left <= iss_left - 9'd1;
+                iss_last <= (iss_left == 9'd1);
+            end else if (iss_b) begin
+                iss_ph <= 1'b1;
+                iss_pos <= b_start;
+                iss_left <= b_lm1;
+                iss_last <= b_one;
+                iss_b <= 1'b0;
             end else begin
-                iss_idx <= 5'd0;
-                iss_slot <= iss_slot + 3'd1;
-                iss_last <= (iss_slot == 3'd6);
-                iss_left <= iss_nsh[6:0];
-                iss_nsh <= {7'd0, iss_nsh[48:7]};
+                iss_end <= 1'b1;
             end
         end
-        t0_s <= iss_snap;
-        t1_s <= t0_s; t2_s <= t1_s; t3_s <= t2_s;
-        t4_s <= state[S_C1] ? iss_init : t3_s;     // S_C1: the start, loaded in S_C2
+        u1_s <= iss_snap;
+        u2_s <= u1_s; t0_s <= u2_s;
+        t1_s <= t0_s; t2_s <= t1_s; t3_s <= t2_s; t4_s <= t3_s;
         t1_a <= c_raddr; t2_a <= t1_a; t3_a <= t2_a; t4_a <= t3_a; t5_a <= t4_a;
         t5_oh <= 8'd1 << t4_a[7:5];
         for (ks = 0; ks < 8; ks = ks + 1) begin
@@ -869,36 +914,42 @@ module wccp_decide #(
         if (rst) begin
             iss_on <= 1'b0;
             iss_ld <= 1'b0;
+            sc_pend <= 1'b0;
+            st_ld <= 1'b0;
             learn_r <= 1'b0;
             mhit_r <= 1'b0;
             khit_r <= 1'b0;
             lr_valid <= 1'b0;
+            u1_v <= 1'b0; u2_v <= 1'b0;
             t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
         end else begin
-            // a learn hit: stop, drop what is in flight, resume after the hit once its index
-            // is in the commit unit's list; a source-IP hit learns only where the location
-            // differs from this frame's (a steady cache's frames go on without a stop)
-            learn_r <= !learn_r && t4_v && (&ip_q) && !(ln_here && (&mac_q));
-            khit_r <= !learn_r && t4_v && (&ip_q) && ln_here && (&mac_q);
+            // the scan of a frame with a valid IPv4 header (learning happens also while
+            // disabled) starts once the prefilter has said "maybe" (a "no" ends it at once:
+            // nothing is issued before the answer, so a client's frame takes constant time)
+            sc_pend <= f_ip_hdr_ok && (state[S_C2] || state[S_C3]);
+            st_ld <= sf_chk && f_ip_hdr_ok && sf_maybe;
+            // a learn hit (phase 0): stop, drop what is in flight, resume after the hit once
+            // its index is in the commit unit's list; a source-IP hit learns only where the
+            // location differs from this frame's (a steady cache's frames go on without a stop)
+            learn_r <= !learn_r && t4_v && !t4_ph && (&ip_q) && !(ln_here && (&mac_q));
+            khit_r <= !learn_r && t4_v && !t4_ph && (&ip_q) && ln_here && (&mac_q);
             mhit_r <= !learn_r && t4_v && mac_ok && (&mac_q);
-            iss_ld <= state[S_C1] || (!learn_r && t4_v && (&ip_q) && !(ln_here && (&mac_q)));
+            iss_ld <= !learn_r && t4_v && !t4_ph && (&ip_q) && !(ln_here && (&mac_q));
             lr_valid <= learn_r || (lr_valid && !lr_ack);
             if (learn_r) begin
                 iss_on <= 1'b0;
+                u1_v <= 1'b0; u2_v <= 1'b0;
                 t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
             end else begin
-                // the scan starts in S_C2 for a valid IPv4 header (learning happens also while
-                // disabled) (no scan in flight and no learn pending in S_C2)
-                // a "no" from the prefilter ends the scan at once: nothing issued or in
-                // flight can hit (no learn is pending then: the scan starts in S_C2)
-                iss_on <= (state[S_C2] && f_ip_hdr_ok) || lr_ack ||
-                          (iss_on && !(iss_left[6] && iss_last) && !sf_none);
-                t0_v <= iss_on && !iss_left[6] && !sf_none;
-                t1_v <= t0_v && !sf_none; t2_v <= t1_v && !sf_none; t3_v <= t2_v && !sf_none;
-                t4_v <= t3_v && !sf_none; t5_v <= t4_v && !sf_none;
+                iss_on <= (st_ld && (hq_nz || (st_mac && b_any))) || lr_ack ||
+                          (iss_on && !iss_end && !(iss_last && !iss_b));
+                u1_v <= iss_go;
+                u2_v <= u1_v; t0_v <= u2_v;
+                t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v; t5_v <= t4_v;
             end
         end
-        scan_idle <= !(lr_valid || iss_on || t0_v || t1_v || t2_v || t3_v || t4_v || t5_v);
+        scan_idle <= !(sc_pend || st_ld || lr_valid || iss_on || u1_v || u2_v ||
+                       t0_v || t1_v || t2_v || t3_v || t4_v || t5_v);
     end
 
     // ---- redirect-list (ACL) scan ----

@@ -14,7 +14,6 @@ module wccp_decide_cfg (
     output reg  [63:0]  svp,         // slot*8: the slot's protocol
     output reg  [7:0]   pr0,         // the slot's protocol is 0 (any)
     output reg  [7:0]   needp,       // the slot matches ports (TCP or UDP, ports defined)
-    output reg  [55:0]  cnt,         // scan entries minus one: slot 0, then slots 7 .. 1
     output reg  [15:0]  mtu_r,
     output reg  [19:0]  rid_sum,     // the constant part of the GRE outer checksum
     output reg  [7:0]   hsel,        // the slot's assignment is hash
@@ -24,12 +23,6 @@ module wccp_decide_cfg (
     output reg  [7:0]   acl,         // the slot has a redirect-list (NUM_ACL != 0)
     output reg  [31:0]  nacl         // slot*4: NUM_ACL, values above 8 as 8
 );
-    // entries of a slot that take part in the scan, minus one, 7 bits: min(n, 32) - 1, all
-    // ones (bit 6 set) for none
-    function [6:0] nm1;
-        input [5:0] n;
-        nm1 = n[5] ? 7'd31 : ({1'b0, n} - 7'd1);
-    endfunction
     reg [16:0] rid_add;
     integer s;
     always @(posedge clk) begin
@@ -44,11 +37,6 @@ module wccp_decide_cfg (
             acl[s] <= grp_ctrl[s*32+24 +: 4] != 4'd0;
             nacl[s*4 +: 4] <= grp_ctrl[s*32+27] ? 4'd8 : grp_ctrl[s*32+24 +: 4];
         end
-        cnt <= {nm1(grp_ctrl[16 +: 6]),
-                nm1(grp_ctrl[7*32+16 +: 6]), nm1(grp_ctrl[6*32+16 +: 6]),
-                nm1(grp_ctrl[5*32+16 +: 6]), nm1(grp_ctrl[4*32+16 +: 6]),
-                nm1(grp_ctrl[3*32+16 +: 6]), nm1(grp_ctrl[2*32+16 +: 6]),
-                nm1(grp_ctrl[1*32+16 +: 6])};
         mtu_r <= mtu;
         rid_add <= {1'b0, router_id[31:16]} + {1'b0, router_id[15:0]};
         rid_sum <= 20'h0C52F + {3'd0, rid_add};

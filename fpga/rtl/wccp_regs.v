@@ -38,9 +38,10 @@ module wccp_regs #(
     input  wire          copy_busy,
     output reg           hold,
     input  wire          engines_busy,
-    output reg  [4:0]    t_we,         // table write strobe, one-hot: 0 cache addr, 1 cache method,
-                                       // 2 bucket, 3 maskpos, 4 masktab (a flip-flop per table: each
-                                       // drives its RAM's write enable straight; timing)
+    output reg  [6:0]    t_we,         // table write strobe, one-hot: 0 cache addr, 1 cache method,
+                                       // 2 bucket, 3 maskpos, 4 masktab, 5 source index heads, 6 its
+                                       // list (a flip-flop per table: each drives its RAM's write
+                                       // enable straight; timing)
     output reg  [9:0]    t_addr,
     output reg  [31:0]   t_data,
     // learnt-state write (live)
@@ -81,7 +82,7 @@ module wccp_regs #(
     reg  [10:0] a;
     reg         p_wr, p_rd;
     reg  [31:0] p_wd;
-    reg         z_glob, z_grp, z_cache, z_bucket, z_maskset, z_masktab, z_cc, z_bc, z_pc, z_sc, z_uc;
+    reg         z_glob, z_grp, z_cache, z_bucket, z_maskset, z_masktab, z_srcidx, z_cc, z_bc, z_pc, z_sc, z_uc;
     always @(posedge clk) begin
         a <= reg_addr[10:0];
         p_wr <= reg_wr && !rst;
@@ -93,6 +94,7 @@ module wccp_regs #(
         z_bucket <= ({reg_addr[23:9], 9'd0} == `WCCP_BUCKET_BASE);
         z_maskset <= ({reg_addr[23:7], 7'd0} == `WCCP_MASKSET_BASE);
         z_masktab <= ({reg_addr[23:10], 10'd0} == `WCCP_MASKTAB_BASE);
+        z_srcidx <= ({reg_addr[23:10], 10'd0} == `WCCP_SRCIDX_BASE);
         z_cc <= ({reg_addr[23:9], 9'd0} == `WCCP_CACHECNT_BASE);
         z_bc <= ({reg_addr[23:11], 11'd0} == `WCCP_BUCKETCNT_BASE);
         z_pc <= ({reg_addr[23:6], 6'd0} == `WCCP_PORTCNT_BASE);
@@ -123,7 +125,7 @@ module wccp_regs #(
 
     reg         w_ctrl, w_hb, w_wdt, w_commit, w_rid, w_mac_hi, w_mac_lo, w_mtu;
     reg  [3:0]  w_nh;                    // NEXTHOP_MAC_HI/LO port 0, HI/LO port 1
-    reg         w_cache, w_bucket, w_maskset, w_masktab;
+    reg         w_cache, w_bucket, w_maskset, w_masktab, w_srcidx;
     reg  [9:0]  d_a;
     reg  [31:0] d_wd;
     reg         r_rd;                    // read decoded (strobes valid), data two cycles later
@@ -146,6 +148,7 @@ module wccp_regs #(
         w_bucket <= p_wr && in_bucket;
         w_maskset <= p_wr && in_maskset;
         w_masktab <= p_wr && in_masktab;
+        w_srcidx <= p_wr && z_srcidx;
         r_rd <= p_rd;
         cc_rd <= p_rd && in_cc && !rst;
         bc_rd <= p_rd && in_bc && !rst;
@@ -160,7 +163,7 @@ module wccp_regs #(
         if (rst) begin
             w_ctrl <= 1'b0; w_hb <= 1'b0; w_wdt <= 1'b0; w_commit <= 1'b0; w_rid <= 1'b0;
             w_mac_hi <= 1'b0; w_mac_lo <= 1'b0; w_mtu <= 1'b0; w_nh <= 4'd0;
-            w_cache <= 1'b0; w_bucket <= 1'b0; w_maskset <= 1'b0; w_masktab <= 1'b0;
+            w_cache <= 1'b0; w_bucket <= 1'b0; w_maskset <= 1'b0; w_masktab <= 1'b0; w_srcidx <= 1'b0;
             r_rd <= 1'b0;
         end
     end
@@ -234,14 +237,14 @@ module wccp_regs #(
     always @(posedge clk) t_data <= d_wd;   // (qualified by t_we: no enable)
     // the table write address, also qualified by t_we, every cycle: cache tables a[9:2] (a[9:7]
     // slot, a[6:2] cache) in bits 7:0, the mask positions {a[6:4] slot, a[2:1] set, a[0]
-    // word} in bits 5:0, the bucket and value tables a[8:0] / a[9:0]; the bits a table does
-    // not use are left as they come (a multiplexer, no forced zeros: no set/reset pins on
-    // these flip-flops, whose write-address paths were the slowest; timing)
+    // word} in bits 5:0, the bucket and value tables a[8:0] / a[9:0], the source index a[8:0];
+    // the bits a table does not use are left as they come (a multiplexer, no forced zeros: no
+    // set/reset pins on these flip-flops, whose write-address paths were the slowest; timing)
     always @(posedge clk)
         t_addr <= w_cache ? {d_a[9:8], d_a[9:2]} :
                   w_maskset ? {d_a[9:6], d_a[6:4], d_a[2:1], d_a[0]} : d_a[9:0];
     always @(posedge clk) begin
-        t_we <= 5'd0;
+        t_we <= 7'd0;
         copy_start <= 1'b0;
         if (rst) begin
             s_router_id <= 32'd0; s_mac <= 48'd0; s_mtu <= 16'd1500; s_nh <= 96'd0;
@@ -334,6 +337,11 @@ module wccp_regs #(
             if (w_bucket) t_we[2] <= 1'b1;
             if (w_maskset) t_we[3] <= 1'b1;
             if (w_masktab) t_we[4] <= 1'b1;
+            // SRCIDX: a[9] list (SRCIDX_LIST at offset 0x200), else the heads; a[8:0] the word
+            if (w_srcidx) begin
+                if (d_a[9]) t_we[6] <= 1'b1;
+                else t_we[5] <= 1'b1;
+            end
         end
     end
 

@@ -14,8 +14,8 @@
 //
 //   write: ip_wr / mac_wr with the key, l2_wr; set on the edge after the one sampling them
 //   query: q_en samples q_ip / q_mac at an edge; folded at the next, the 16 blocks read at
-//          the one after, the bit picked at the next: maybe (a gate over three flip-flops) is
-//          valid after the third edge after the sample
+//          the one after, the bit picked at the next: maybe (a gate over three flip-flops) and
+//          maybe_mac (over two) are valid after the third edge after the sample
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_srcfilt (
@@ -28,7 +28,8 @@ module wccp_srcfilt (
     input  wire        q_en,
     input  wire [31:0] q_ip,
     input  wire [47:0] q_mac,
-    output wire        maybe
+    output wire        maybe,
+    output wire        maybe_mac     // the MAC half of maybe: an L2-return cache's MAC may match
 );
     function [7:0] fold32;
         input [31:0] k;
@@ -91,6 +92,7 @@ module wccp_srcfilt (
         ip_hit <= ip_r16[q_ip_hi];
         mac_hit <= mac_r16[q_mac_hi];
     end
-    assign maybe = ip_hit | (l2_any & mac_hit);
+    assign maybe_mac = l2_any & mac_hit;
+    assign maybe = ip_hit | maybe_mac;
 endmodule
 `default_nettype wire

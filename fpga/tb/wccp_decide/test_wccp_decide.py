@@ -230,7 +230,7 @@ def loc_word(loc):
 def table_images(model):
     """RAM images (as the firmware's FPGA driver writes them) and live config of the model."""
     t = model._live
-    img = {0: [0] * 256, 1: [0] * 256, 2: [0] * 512, 3: [0] * 64, 4: [0] * 1024}
+    img = {0: [0] * 256, 1: [0] * 256, 2: [0] * 512, 3: [0] * 64, 4: [0] * 1024, 5: [0] * 512, 6: [0] * 512}
     acl = [0] * 256         # the live redirect-list RAM: slot*32 + group word offset
     ctrl = svc = flags = ports = 0
     for s in range(MAX_GROUPS):
@@ -264,6 +264,11 @@ def table_images(model):
             flags |= (sv["service_flags"] | (R.GROUP_FLAGS_PEARSON if sv.get("hash_fn") else 0)) << (32 * s)
             for j, p in enumerate(sv["ports"]):
                 ports |= p << (s * 128 + (7 - j) * 16)
+    # the cache-source index, as the driver builds it from the slots' entries
+    head, entries = regpack.srcidx_words([[(c[0], method_word(c[1], c[2])) for c in t.slots[s].caches]
+                                          for s in range(MAX_GROUPS)])
+    img[5][:len(head)] = head
+    img[6][:len(entries)] = entries
     learnt = [loc_word(model._loc[s][i]) for s in range(MAX_GROUPS) for i in range(MAX_CACHES)]
     cfg = {"active": int(model.redirect_enabled(0)), "router_id": t.router_id,
            "appl_mac": int.from_bytes(t.mac, "big"), "mtu": t.mtu,
@@ -273,7 +278,8 @@ def table_images(model):
 
 
 # RAM contents survive between cocotb tests (no reset): the mirrors live at module level
-_RAMS = {"banks": {k: [[0] * n, [0] * n] for k, n in ((0, 256), (1, 256), (2, 512), (3, 64), (4, 1024))},
+_RAMS = {"banks": {k: [[0] * n, [0] * n] for k, n in ((0, 256), (1, 256), (2, 512), (3, 64), (4, 1024),
+                                                         (5, 512), (6, 512))},
          "live": 0, "learnt": [0] * 256, "acl": [0] * 256}
 
 
@@ -1569,32 +1575,48 @@ async def test_decision_latency(dut):
     """Cycles from in_valid to act_valid against the number of configured cache entries
     (printed for docs/performance.md). Asserted is only the structure: a client's frame
     (source neither a cache nor a learnt MAC, so the scan's prefilter says no) is decided in
-    the same number of cycles whatever the table size; a frame from a cache is scanned, so
-    its decision grows with the entries. Also measured: cycles from the status (st_valid) to
+    the same number of cycles whatever the table size; a frame from a cache reads only the
+    entries the cache-source index lists under its address's fold: with the tables' other
+    addresses on other folds its decision takes the same cycles from 1 to 256 entries, and
+    with k entries on its fold (the last table: all 8 slots share it) it grows with k only,
+    not with the table (a scan of every entry took over 200 cycles more at 256 entries).
+    Also measured: cycles from the status (st_valid) to
     act_valid when the status comes long after the bundle (the frame's end after its
     decision): constant for a decided frame; a learning frame's learning writes come with the
     status (before its commit)."""
     tb = TB(dut, 5)
     await tb.reset()
     res = []
-    for total in (1, 8, 32, 64, 256):
+    src = 0x0A030000
+    ks = []
+    # (entries, colliding): entry j = slot*32 + index is the frame's source for j = 0, else
+    # 0x0A03xxyy with xx = j, yy = j ^ 0x5A (all on one fold, neither the source's nor the
+    # client's: the prefilter still says no to the client), or 0x0A03ssii (slot ss, index ii:
+    # one entry of each slot on the source's fold)
+    def address(s, i, coll):
+        j = 32 * s + i
+        return src + (256 * s + i if coll else (j << 8 | (j ^ 0x5A) if j else 0))
+
+    for total, coll in ((1, False), (8, False), (32, False), (64, False), (256, False), (256, True)):
         m = ForwardingModel()
         m.configure(ROUTER_ID, APPL_MAC, 1500)
         per = [min(32, total - 32 * s) for s in range(MAX_GROUPS) if total - 32 * s > 0]
         for s, n in enumerate(per):
             m.set_group(s, {"service_type": SERVICE_DYNAMIC, "service_id": 50 + s, "priority": 100,
                             "protocol": 6, "service_flags": SF_DST_IP_HASH, "ports": []})
-            m.set_caches(s, [cache(0x0A030000 + 256 * s + i, mac=C_MAC[i % 8], port=1) for i in range(n)])
+            m.set_caches(s, [cache(address(s, i, coll), mac=C_MAC[i % 8], port=1) for i in range(n)])
             m.set_hash(s, [i % n for i in range(256)])
         m.commit()
         m.commit()
+        ks.append(sum(1 for sl in m._live.slots for c in sl.caches
+                      if regpack.addr_fold(c[0]) == regpack.addr_fold(src)))
         m.arm(0)
         m.heartbeat(now=0)
         await tb.load(m)
         # one frame at a time (core idle when offered): a GRE redirect and a non-IP frame;
         # the status at once (bundle -> action), then late (status -> action)
         row = {}
-        for name, f in (("gre", mk(dst=CL[3])), ("learn", mk(src=0x0A030000, dst=CL[3], proto=17)),  # no slot
+        for name, f in (("gre", mk(dst=CL[3])), ("learn", mk(src=src, dst=CL[3], proto=17)),  # no slot
                         ("not_ip", with_fcs(bytes.fromhex("ffffffffffff021000000001") + b"\x08\x06" +
                                             bytes(46)))):
             exps = tb.expect(m, [f])
@@ -1619,16 +1641,18 @@ async def test_decision_latency(dut):
         res.append((total, row))
     assert len({row["gre"] for _t, row in res}) == 1, res
     learn = [row["learn"] for _t, row in res]
-    assert learn == sorted(learn) and learn[-1] > learn[0] + 200, res
+    assert ks == [1, 1, 1, 1, 1, 8], ks
+    assert len(set(learn[:5])) == 1, res                # 1 .. 256 entries, one on the fold
+    assert learn[0] < learn[5] < learn[0] + 8 * 4, res  # 7 more on the fold: a few cycles each
     assert len({(row["st_gre"], row["st_not_ip"]) for _t, row in res}) == 1, res
     assert len({(row["cut_gre"], row["fin_gre"], row["fin_not_ip"]) for _t, row in res}) == 1, res
-    for total, row in res:
-        dut._log.info("decision latency: %3d cache entries: GRE redirect %4d cycles, no slot + 1 learn %4d, "
-                      "not IPv4 %3d; from a late status: GRE redirect %d, no slot + 1 learn %d, not IPv4 %d",
-                      total, row["gre"], row["learn"], row["not_ip"], row["st_gre"], row["st_learn"],
-                      row["st_not_ip"])
-        print("DECIDE_LATENCY entries=%d redirect=%d learn=%d not_ip=%d" % (
-            total, row["gre"], row["learn"], row["not_ip"]))
+    for (total, row), k in zip(res, ks, strict=True):
+        dut._log.info("decision latency: %3d cache entries (%d on the source's fold): GRE redirect %4d cycles, "
+                      "no slot + 1 learn %4d, not IPv4 %3d; from a late status: GRE redirect %d, no slot + 1 "
+                      "learn %d, not IPv4 %d", total, k, row["gre"], row["learn"], row["not_ip"], row["st_gre"],
+                      row["st_learn"], row["st_not_ip"])
+        print("DECIDE_LATENCY entries=%d on_fold=%d redirect=%d learn=%d not_ip=%d" % (
+            total, k, row["gre"], row["learn"], row["not_ip"]))
         # (the "learn" frame learns in its first run only: later runs of the same frame find
         # the location already theirs: a frame from a cache, scanned, nothing learnt)
         print("DECIDE_STATUS_LATENCY entries=%d redirect=%d from_cache=%d not_ip=%d" % (

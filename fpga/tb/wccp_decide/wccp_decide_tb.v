@@ -1,9 +1,10 @@
 // Testbench wrapper for the decision core (wccp_decide) with its two commit units
 // (wccp_commit), wired as in fpga_core: one set of table RAMs (cache address / cache method /
-// bucket / mask position / mask table bank RAMs, learnt-location RAM) behind the core, the
-// table write ports exposed to the test. The learnt RAM is written by the test (tl_wr, like
-// the register file's CACHE_MAC writes) or by a commit unit's learning request when the test
-// grants it (lr_ack = lr_valid & lr_ack_en, port PORT's commit unit before the other's). The
+// bucket / mask position / mask table / source index bank RAMs, learnt-location RAM) behind
+// the core, the table write ports exposed to the test. The learnt RAM is written by the test
+// (tl_wr, like the register file's CACHE_MAC writes) or by a commit unit's learning request
+// when the test grants it (lr_ack = lr_valid & lr_ack_en, port PORT's commit unit before the
+// other's). The
 // test plays both ports' receive queues (wccp_rxq): it drives each port's bundle (queue head)
 // and status FIFO head, and takes each port's actions, fins and events: receive port PORT's
 // signals have the plain names, the other port's the prefix o_ (a test of one port leaves
@@ -158,7 +159,8 @@ module wccp_decide_tb #(
     // table writes (shadow bank) and bank select
     input  wire          live,
     input  wire          t_wr,
-    input  wire [2:0]    t_sel,       // 0 cache addr, 1 cache method, 2 bucket, 3 maskpos, 4 masktab
+    input  wire [2:0]    t_sel,       // 0 cache addr, 1 cache method, 2 bucket, 3 maskpos, 4 masktab,
+                                      // 5 source index heads, 6 its list
     input  wire [9:0]    t_addr,
     input  wire [31:0]   t_data,
     // live redirect-list RAM writes from the test (wccp_regs' commit copy: slot*32 + word)
@@ -305,7 +307,7 @@ module wccp_decide_tb #(
     wire [5:0]  mp_raddr;
     wire [9:0]  mt_raddr;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [4:0]  copy_busy;
+    wire [6:0]  copy_busy;
     /* verilator lint_on UNUSEDSIGNAL */
 
     // the learnt-location writer (fpga_core's order: the test, port 0, port 1)
@@ -337,6 +339,18 @@ module wccp_decide_tb #(
         .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd4), .wr_addr(t_addr),
         .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(1'b0),
         .copy_busy(copy_busy[4]));
+    // the cache-source index (t_sel 5: heads {count, start}, 6: the list)
+    wire [8:0]  hd_raddr, ls_raddr;
+    wire [17:0] hd_rdata;
+    wire [7:0]  ls_rdata;
+    wccp_bank_ram #(.AW(9), .DW(18), .RD_REG(0)) srcidx_head (
+        .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd5), .wr_addr(t_addr[8:0]),
+        .wr_data({t_data[16 +: 9], t_data[8:0]}), .rd_addr(hd_raddr), .rd_data(hd_rdata),
+        .copy_start(1'b0), .copy_busy(copy_busy[5]));
+    wccp_bank_ram #(.AW(9), .DW(8), .RD_REG(0)) srcidx_list (
+        .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd6), .wr_addr(t_addr[8:0]),
+        .wr_data(t_data[7:0]), .rd_addr(ls_raddr), .rd_data(ls_rdata),
+        .copy_start(1'b0), .copy_busy(copy_busy[6]));
     wccp_ram #(.AW(8), .DW(54), .RD_REG(0)) learnt (
         .clk(clk), .wr_en(ln_we), .wr_addr(ln_widx), .wr_data(ln_wdata),
         .rd_addr(c_raddr), .rd_data(ln_rdata));
@@ -390,6 +404,7 @@ module wccp_decide_tb #(
         .c_raddr(c_raddr), .ca_rdata(ca_rdata), .cm_rdata(cm_rdata), .ln_rdata(ln_rdata),
         .bk_raddr(bk_raddr), .bk_rdata(bk_rdata), .mp_raddr(mp_raddr), .mp_rdata(mp_rdata),
         .mt_raddr(mt_raddr), .mt_rdata(mt_rdata), .acl_raddr(acl_raddr), .acl_rdata(acl_rdata),
+        .hd_raddr(hd_raddr), .hd_rdata(hd_rdata), .ls_raddr(ls_raddr), .ls_rdata(ls_rdata),
         .lr_valid(lt_valid), .lr_idx(lt_idx), .lr_port(lt_port), .lr_room(lt_room), .lpend(lt_pend),
         .sf_ip_wr(t_wr && t_sel == 3'd0), .sf_ip_key(t_data), .sf_mac_wr(ln_we), .sf_mac_key(ln_wdata[47:0]),
         .sf_l2_wr(t_wr && t_sel == 3'd1 && t_data[`WCCP_METHOD_RET_SHIFT +: 2] == `WCCP_RET_L2),

@@ -397,11 +397,20 @@ async def test_table_strobes(dut):
         v = rng.getrandbits(32)
         await tb.write(R.MASKTAB_BASE + slot * R.MASKTAB_STRIDE + w, v)
         exp_t.append((4, slot * 128 + w, v))
+    # the cache-source index: heads (the last one too: the L2-return run) and list words
+    for f in (0, R.SRCIDX_L2, rng.randrange(256)):
+        v = rng.getrandbits(32)
+        await tb.write(R.SRCIDX_HEAD + f, v)
+        exp_t.append((5, f, v))
+    for w in (0, R.SRCIDX_LIST_COUNT - 1, rng.randrange(R.SRCIDX_LIST_COUNT)):
+        v = rng.getrandbits(32)
+        await tb.write(R.SRCIDX_LIST + w, v)
+        exp_t.append((6, w, v))
     for _ in range(3):
         await RisingEdge(dut.clk)
     # each table uses the low bits of t_addr it needs (fpga_core: cache tables 8, bucket 9,
-    # mask positions 6, mask table 10); the others are don't-care
-    width = {0: 8, 1: 8, 2: 9, 3: 6, 4: 10}
+    # mask positions 6, mask table 10, source index 9); the others are don't-care
+    width = {0: 8, 1: 8, 2: 9, 3: 6, 4: 10, 5: 9, 6: 9}
     got = [(sel, a & ((1 << width[sel]) - 1), v) for sel, a, v in tb.t_writes]
     assert got == exp_t, (got[:4], exp_t[:4])
     # learnt state: CACHE_MAC_LO stages, CACHE_MAC_HI writes {port_known, mac_known, port, mac}

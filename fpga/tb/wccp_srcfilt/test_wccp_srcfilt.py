@@ -69,6 +69,9 @@ class TB:
         await RisingEdge(d.clk)    # the bit picked
         await ReadOnly()
         got = int(d.maybe.value)
+        # the MAC half on its own (the core walks the L2-return run only on it)
+        want_mac = int(self.l2 and fold(mac, 6) in self.mac_bits)
+        assert int(d.maybe_mac.value) == want_mac, "maybe_mac %s, model %d" % (d.maybe_mac.value, want_mac)
         await Timer(1, "ns")
         return got
 
