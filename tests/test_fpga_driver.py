@@ -22,6 +22,7 @@ import pytest
 from wccp import regmap as R
 from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2, effective_service
 from wccp.fpga import FpgaDataPlane, FpgaError
+from wccp.regpack import srcidx_words
 from wccp.transport import SocketTransport, SpiTransport
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,8 @@ def is_shadow(a):
                          (R.MASKTAB_BASE, R.MASKTAB_STRIDE)):
         if base <= a < base + 8 * stride:
             return True
-    return False
+    return (R.SRCIDX_HEAD <= a < R.SRCIDX_HEAD + R.SRCIDX_HEAD_COUNT
+            or R.SRCIDX_LIST <= a < R.SRCIDX_LIST + R.SRCIDX_LIST_COUNT)
 
 
 class RegFile:
@@ -256,6 +258,12 @@ def check_image(img, prog):
     """img decoded must equal the programmed tables `prog` (a dict built by the test)."""
     t = decode(img)
     assert t["router_id"] == prog["router_id"] and t["mac"] == prog["mac"] and t["mtu"] == prog["mtu"]
+    # the cache-source index of the programmed cache tables: heads, and the list words in use
+    head, entries = srcidx_words([[(c["address"], c["forward"] << R.METHOD_FWD_SHIFT | c["ret"] << R.METHOD_RET_SHIFT)
+                                   for c in prog["slots"][s]["caches"]] if s in prog["slots"] else []
+                                  for s in range(8)])
+    assert [rd(img, R.SRCIDX_HEAD + f) for f in range(R.SRCIDX_HEAD_COUNT)] == head
+    assert [rd(img, R.SRCIDX_LIST + k) for k in range(len(entries))] == entries
     assert t["next_hop"] == [m or b"\x00" * 6 for m in prog["next_hop"]]
     for s in range(8):
         got = t["slots"][s]
@@ -647,6 +655,7 @@ def test_fast_mode_twin_shape_micropython_driver_socket_model(tmp_path):
                              timeout=300)
         assert res.returncode == 0, res.stdout + res.stderr
         assert res.stdout.strip() == "OK True 8", res.stdout
+        assert regs.commits == 1 and regs.srcidx_mismatch == 0      # the index the model's tables have
         # the same program applied directly to a model gives the same live tables
         direct = ForwardingModel(clock=lambda: 0)
         program(direct, prog)

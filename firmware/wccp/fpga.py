@@ -33,6 +33,12 @@ What the driver does beyond plain register writes:
 * ``configure``: an FPGA whose register map predates MTU_MINOR copies at most 1472 bytes behind
   a GRE header: its MTU stays 1500 whatever is asked (full-size packets go to the origin,
   counted ``gre_too_big``, rather than truncated to the cache);
+* the cache-source index (SRCIDX: the cache entries by address fold, and the run of the
+  L2-return ones; ``wccp.regpack.srcidx_words`` of the mirrors) is written before COMMIT when
+  a cache address, method or count changed since it was last written (a commit of an
+  assignment alone leaves it as it is); when its write fails, ``commit()`` refuses
+  (FpgaError, nothing published) until a commit writes it whole; an FPGA whose register map
+  predates SRCIDX_MINOR has no index (nothing written);
 * ``commit()`` writes COMMIT and polls STATUS until COMMIT_BUSY clears;
 * transactions: when a register write fails, the part of the slot it belonged to (service,
   cache table, assignment) is marked unknown: the next call for that part rewrites all its
@@ -51,7 +57,7 @@ except ImportError:  # CPython
         return x
 
 from wccp import regmap as R
-from wccp.regpack import compile_mask_set, mac_words, pack_bytes
+from wccp.regpack import compile_mask_set, mac_words, pack_bytes, srcidx_words
 from wccp.dataplane import (
     ARPCAP_ENTRIES, DEFAULT_MTU, DEFAULT_WATCHDOG_MS, HASH_PEARSON, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS,
     DataPlane, check_buckets, check_caches, check_send, check_mac, check_mask, check_policy, check_slot,
@@ -63,6 +69,7 @@ PKTOUT_POLLS = const(100)
 MASK32 = const(0xFFFFFFFF)
 ACL_MINOR = const(4)        # register-map minor that brought GROUP_CTRL.CLOSED/NUM_ACL and ACL_*
 MTU_MINOR = const(4)        # ... and GRE copies that follow an MTU above 1500 (up to MAX_MTU)
+SRCIDX_MINOR = const(5)     # register-map minor that brought the cache-source index (SRCIDX)
 
 # Per-port counter registers -> model counter names (per-port lists).
 _PORT_LISTS = (
@@ -158,6 +165,7 @@ class FpgaDataPlane(DataPlane):
         self._pending = []          # explicit locations for after the next commit
         self._live_addrs = [[] for _ in range(MAX_GROUPS)]   # cache addresses as last committed
         self._where = {}            # address -> (mac, port) the driver wrote (carried over)
+        self._srcidx_dirty = True   # SRCIDX may not hold the mirrors' index (never written, changed, failed)
 
     # -- helpers --
 
@@ -241,6 +249,8 @@ class FpgaDataPlane(DataPlane):
         old = sl.caches
         rewrite = sl.stale & STALE_CACHES
         sl.caches = [(c["address"], c["forward"], c["ret"]) for c in new]
+        if sl.caches != old:
+            self._srcidx_dirty = True
         try:
             for i in range(MAX_CACHES):
                 if i < len(new):
@@ -297,6 +307,8 @@ class FpgaDataPlane(DataPlane):
         check_slot(slot)
         sl = self.slots[slot]
         n = MAX_CACHES if sl.stale & STALE_CACHES else len(sl.caches)
+        if sl.caches:
+            self._srcidx_dirty = True
         try:
             for i in range(n):
                 self._w(cache_addr(slot, i, R.CACHE_ADDRESS), [0, 0])
@@ -335,6 +347,8 @@ class FpgaDataPlane(DataPlane):
         bad = self.stale_slots()
         if bad:
             raise FpgaError("not committed: slot(s) %s not rewritten since a failed register write" % bad)
+        if self._srcidx_dirty and not self._older_than(SRCIDX_MINOR):
+            self._write_srcidx()
         self._w(R.COMMIT, [1])
         for _ in range(COMMIT_POLLS):
             if not (self.t.read(R.STATUS, 1)[0] & R.STATUS_COMMIT_BUSY):
@@ -365,6 +379,19 @@ class FpgaDataPlane(DataPlane):
             self._write_location(slot, index, mac, port)
             if mac is not None and port is not None and index < len(self._live_addrs[slot]):
                 self._where[self._live_addrs[slot][index]] = (mac, port)
+
+    def _write_srcidx(self):
+        """Write the cache-source index of the mirrors' cache tables into SRCIDX (shadow): the
+        head words and the list words they point to."""
+        head, entries = srcidx_words([[(c[0], method_word(c[1], c[2])) for c in sl.caches] for sl in self.slots])
+        try:
+            if entries:
+                self._w(R.SRCIDX_LIST, entries)
+            self._w(R.SRCIDX_HEAD, head)
+        except Exception as e:
+            # still dirty: every commit refuses until one writes the index whole
+            raise FpgaError("not committed: writing the cache-source index failed (%s)" % (e,))
+        self._srcidx_dirty = False
 
     # -- cache locations (live) --
 

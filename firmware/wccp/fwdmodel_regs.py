@@ -6,7 +6,7 @@ import struct
 
 from wccp.dataplane import MAX_ACL_ENTRIES, MAX_CACHES, MAX_GROUPS, NUM_BUCKETS, netmask
 from wccp.pearson import HASH_PEARSON, HASH_WCCP
-from wccp.regpack import mac_words
+from wccp.regpack import mac_words, srcidx_words
 from wccp.fwdmodel import R_PKTOUT_WORDS, ZERO_MAC, ForwardingModel, _Tables, _tdiff
 
 
@@ -23,6 +23,10 @@ class ModelRegisterFile:
     sums over ports). Reads of CACHE_MAC_* return 0, as in register map 1.0. The PROBE
     block drives ``send_frame`` (PKTOUT; never BUSY: the model sends at once) and reads the
     ARP capture ring; locations are kept per index as in the FPGA (no carry-over: D7).
+    The cache-source index (SRCIDX, shadow, write-only) is checked at each COMMIT against the
+    committed cache tables (``wccp.regpack.srcidx_words``: the head words and the list words
+    they point to): ``srcidx_mismatch`` counts the commits whose index did not match (the FPGA
+    would then miss frames from caches); the model decides from the tables either way.
     """
 
     def __init__(self, model=None):
@@ -33,6 +37,7 @@ class ModelRegisterFile:
         self.staging = {}
         self.live = {regmap.WDT_TIMEOUT: 1000000, regmap.CONTROL: 0}
         self.commits = 0
+        self.srcidx_mismatch = 0    # commits whose SRCIDX did not match the committed cache tables
         self.pktout = [0] * R_PKTOUT_WORDS
         self.model.carry_locations = False      # the FPGA's driver carries locations (D7)
         self.model.arm(1000)        # timeout from WDT_TIMEOUT's reset value ...
@@ -67,10 +72,15 @@ class ModelRegisterFile:
                 or R.MASKSET_BASE <= a < R.MASKSET_BASE + MAX_GROUPS * R.MASKSET_STRIDE
                 or R.MASKTAB_BASE <= a < R.MASKTAB_BASE + MAX_GROUPS * R.MASKTAB_STRIDE)
 
+    def _is_srcidx(self, a):
+        R = self.R
+        return (R.SRCIDX_HEAD <= a < R.SRCIDX_HEAD + R.SRCIDX_HEAD_COUNT
+                or R.SRCIDX_LIST <= a < R.SRCIDX_LIST + R.SRCIDX_LIST_COUNT)
+
     def write_word(self, a, v):
         R = self.R
         m = self.model
-        if self._is_shadow(a):
+        if self._is_shadow(a) or self._is_srcidx(a):      # SRCIDX: shadow, reads return 0
             self.shadow[a] = v
         elif R.CACHE_BASE <= a < R.CACHE_BASE + MAX_GROUPS * R.CACHE_STRIDE:
             slot = (a - R.CACHE_BASE) // R.CACHE_STRIDE
@@ -195,6 +205,7 @@ class ModelRegisterFile:
         g = self.shadow.get
         m = self.model
         t = _Tables(m.num_ports)
+        index = []                  # per slot, (address, method word) of the entries NUM_CACHES counts
         t.router_id = g(R.ROUTER_ID, 0)
         t.mac = _mac_of(g(R.MAC_HI, 0), g(R.MAC_LO, 0))
         t.mtu = g(R.MTU, 0) & 0xFFFF
@@ -223,6 +234,7 @@ class ModelRegisterFile:
             sl.caches = [(g(cb + 4 * i, 0), (g(cb + 4 * i + 1, 0) >> R.METHOD_FWD_SHIFT) & fm,
                           (g(cb + 4 * i + 1, 0) >> R.METHOD_RET_SHIFT) & fm)
                          for i in range(ncache)]
+            index.append([(g(cb + 4 * i, 0), g(cb + 4 * i + 1, 0)) for i in range(ncache)])
             assign = (ctrl >> 1) & 3
             if assign == R.ASSIGN_HASH:
                 bb = R.BUCKET_BASE + R.BUCKET_STRIDE * s
@@ -232,9 +244,26 @@ class ModelRegisterFile:
             sl.closed = bool(ctrl & R.GROUP_CTRL_CLOSED)
             sl.acl = [self._decode_acl(base, e)
                       for e in range(min((ctrl >> R.GROUP_CTRL_NUM_ACL_SHIFT) & 0xF, MAX_ACL_ENTRIES))]
+        if not self._srcidx_matches(index):
+            self.srcidx_mismatch += 1
         m._shadow = t
         m.commit()
         self.commits += 1
+
+    def _srcidx_matches(self, tables):
+        """SRCIDX (the fields the FPGA keeps) is the index of the cache tables: its head words,
+        and the list words they point to (the others are never read)."""
+        R = self.R
+        g = self.shadow.get
+        head, entries = srcidx_words(tables)
+        hmask = R.SRCIDX_FIELD_MASK | (R.SRCIDX_FIELD_MASK << R.SRCIDX_COUNT_SHIFT)
+        for f in range(R.SRCIDX_HEAD_COUNT):
+            if g(R.SRCIDX_HEAD + f, 0) & hmask != head[f]:
+                return False
+        for k in range(len(entries)):
+            if g(R.SRCIDX_LIST + k, 0) & 0xFF != entries[k]:
+                return False
+        return True
 
     def _decode_acl(self, base, e):
         """Redirect-list entry e of the group at base as the model's (permit, sn, sm, dn, dm)."""
