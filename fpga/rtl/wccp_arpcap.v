@@ -7,8 +7,8 @@
 // through the receive queue and the decision like any other (forwarded normally).
 // Timing: byte positions are a one-hot shift register and the byte compares against the
 // few constants are registered with the byte, so every check is one or two LUTs from
-// registers, and so are the field captures' enables; the destination compare is registered every cycle (the MAC is final long
-// before the frame's end).
+// registers, and so are the field captures' enables; the destination compare is registered
+// every cycle (the MAC is final long before the frame's end).
 `timescale 1ns / 1ps
 `default_nettype none
 module wccp_arpcap (

@@ -155,10 +155,12 @@ module wccp_decide #(
     // ------------------------------------------------------------------------------------
     // Every state does little: compares are registered before they steer the state machine,
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
-    // entry per cycle (results 5 cycles later; a learn hit rewinds the issue state to the
-    // entry after the hit). Decision time is about 20 + (cache entries of all slots) cycles
-    // for a frame from a cache, and a constant 8 (not IPv4, or no slot) to 14 (hash redirect,
-    // L2 or GRE; 25 for a mask redirect found in the first set) cycles from the take to S_HO
+    // listed entry per cycle (results 8 cycles later; a learn hit rewinds the issue state to
+    // the entry after the hit). Decision time for a frame from a cache is about 20 cycles
+    // plus one per entry listed under its address's fold (and per L2-return entry when its
+    // MAC may be one's), whatever the table size, and a constant 8 (not IPv4, or no slot) to
+    // 14 (hash redirect, L2 or GRE; 25 for a mask redirect found in the first set) cycles
+    // from the take to S_HO
     // (the action can leave with the edge that ends it) for a client's frame, whose scan the
     // prefilter ends at once. A client's hash redirect,
     // in cycles after the take: S_DEC 7, S_H, S_B1 9 (the primary bucket word, on the bucket
@@ -1033,7 +1035,7 @@ module wccp_decide #(
         nx[S_C1]   = take;
         nx[S_C2]   = state[S_C1];
         nx[S_C3]   = state[S_C2];
-        // scan_idle lags a cycle: the scan is running (or not started) in S_C3
+        // scan_idle lags a cycle: the scan is pending (sc_pend) or not started in S_C3
         // the prefilter's "no" (sf_none, the first S_SCAN cycle) ends the scan at once: nothing
         // issued or in flight can hit, no learn is pending (fcm stays clear)
         nx[S_SCAN] = state[S_C3] || (state[S_SCAN] && !scan_idle && !sf_none);

@@ -1,12 +1,13 @@
 // Source prefilter of the decision core's cache-table scan. The scan compares a frame's
-// source IPv4 address with every cache address (learning, "from a cache") and its source
-// MAC with every learnt L2-return cache MAC, one table entry per cycle: decision time grew
-// with the number of configured caches. This filter answers in three cycles whether the scan
-// can find anything at all: one bit per 8-bit XOR fold of every cache address and every
-// learnt MAC ever written to the tables. The bits are only ever set (never cleared, not even
-// by rst: a table or learnt entry survives a reset too), so a "no" is exact (no entry can
-// match) and a "maybe" only costs the full scan. Client traffic (source neither a cache nor
-// an L2-return cache) is decided in constant time whatever the table size.
+// source IPv4 address with the cache addresses the cache-source index lists under its fold
+// (learning, "from a cache") and its source MAC with the learnt MACs of the L2-return
+// caches, one table entry per cycle. This filter answers in three cycles, before the scan
+// issues anything, whether it can find anything at all: one bit per 8-bit XOR fold of every
+// cache address and every learnt MAC ever written to the tables. The bits are only ever set
+// (never cleared, not even by rst: a table or learnt entry survives a reset too), so a "no"
+// is exact (no entry can match) and a "maybe" only costs the scan. Client traffic (source
+// neither a cache nor an L2-return cache) is decided in constant time whatever the table
+// size; the MAC half alone (maybe_mac) tells the core whether to walk the L2-return run.
 // The scan compares MACs only for caches that return traffic at L2, so the MAC bits count
 // only once a cache method with L2 return has been written (l2_wr, sticky): with GRE-return
 // caches a client frame that carries the same source MAC as a cache's own frames (both
