@@ -957,28 +957,30 @@ module wccp_decide #(
     // ---- redirect-list (ACL) scan ----
     // The first matching slot (msl, valid in S_PRE) with NUM_ACL > 0 (a_pick, picked with
     // it) takes a frame only if its redirect-list permits it. The entries' words are read
-    // from the live redirect-list RAM (wccp_regs; address {slot, word}, 2-cycle read) one a
-    // cycle, CTRL, SRC, DST of entry 0, then of entry 1, ...: a_w is the word address, a_ph
+    // from the live redirect-list RAM (wccp_regs; address {slot, word}, 2-cycle read, and a
+    // register here: acl_q) one a cycle, CTRL, SRC, DST of entry 0, then of entry 1, ...: a_w
+    // is the word address, a_ph
     // the word (one-hot CTRL, SRC, DST), a_e the entry. With its data: CTRL sets the mask
     // of the source prefix length (a_mk) and keeps the destination length and the permit
     // bit; SRC compares the source address under the mask (a_m) and sets the destination
     // mask; DST compares the destination (a_m again, the source's result moves to a_sm); a
     // cycle later the entry's result: a hit (both contain the frame) or the last entry ends
-    // the scan (a_fin, registered: 3k + 7 cycles for a decision at entry k), permitted
+    // the scan (a_fin, registered: 3k + 8 cycles for a decision at entry k), permitted
     // (a_res) or not. Words issued after the deciding entry's are ignored (the pipeline
     // flags clear outside the scan). A refused slot is cleared in a_rej (the slot match
     // then picks the next one: back to S_PRE through a_next, a cycle for msl to follow).
     reg        a_scan, a_next, a_iv, a_fin, a_res, a_pass, a_perm, a_m, a_sm, a_base;
     reg [4:0]  a_w;
     reg [2:0]  a_ph, a_e, a_nm1;
-    reg [2:0]  a_p1, a_p2;       // issued word's one-hot kind, one and two cycles later
-    reg        a_l1, a_l2, a_v3, a_l3;   // last entry's word; the data stage's DST, a cycle later
+    reg [2:0]  a_p1, a_p2, a_pq; // issued word's one-hot kind, one, two and three cycles later
+    reg        a_l1, a_l2, a_lq, a_v3, a_l3;   // last entry's word; the data stage's DST, a cycle later
+    reg [31:0] acl_q;            // the redirect-list word (acl_rdata registered)
     reg [5:0]  a_dl;
     reg [31:0] a_mk, a_key;
     reg        r_closed;         // the slot is closed (GROUP_CTRL_CLOSED), with r_nsets
     assign acl_raddr = {msl_a, a_w};
     wire       a_go = state[S_PRE] && a_base && mfound && a_pick && !a_pass;
-    wire [5:0] a_len = a_p2[0] ? acl_rdata[5:0] : a_dl;
+    wire [5:0] a_len = a_pq[0] ? acl_q[5:0] : a_dl;
     always @(posedge clk) begin
         a_base <= f_is_ip && f_ip_hdr_ok && !g_ret_hit && active;
         r_closed <= m_ctrl[3];
@@ -997,17 +999,22 @@ module wccp_decide #(
         a_l1 <= a_e == a_nm1;
         a_p2 <= a_scan ? a_p1 : 3'd0;
         a_l2 <= a_l1;
-        // the data stage (acl_rdata holds the word issued two cycles earlier)
-        a_key <= a_p1[1] ? f_sip : f_dip;
-        if (a_p2[0]) begin
-            a_dl <= acl_rdata[13:8];
-            a_perm <= acl_rdata[16];
+        // the word, registered (acl_rdata holds the word issued two cycles earlier: the RAM
+        // sits in wccp_regs, its output register's route is long; timing), then the data
+        // stage (acl_q holds the word issued three cycles earlier)
+        acl_q <= acl_rdata;
+        a_pq <= a_scan ? a_p2 : 3'd0;
+        a_lq <= a_l2;
+        a_key <= a_p2[1] ? f_sip : f_dip;
+        if (a_pq[0]) begin
+            a_dl <= acl_q[13:8];
+            a_perm <= acl_q[16];
         end
-        if (a_p2[0] || a_p2[1]) a_mk <= ~(32'hFFFFFFFF >> a_len);
-        a_m <= ~|((acl_rdata ^ a_key) & a_mk);
+        if (a_pq[0] || a_pq[1]) a_mk <= ~(32'hFFFFFFFF >> a_len);
+        a_m <= ~|((acl_q ^ a_key) & a_mk);
         a_sm <= a_m;
-        a_v3 <= a_scan && a_p2[2];
-        a_l3 <= a_l2;
+        a_v3 <= a_scan && a_pq[2];
+        a_l3 <= a_lq;
         a_fin <= a_scan && a_v3 && ((a_sm && a_m) || a_l3);
         a_res <= a_sm && a_m && a_perm;
         if (rst) begin

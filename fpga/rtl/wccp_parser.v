@@ -199,17 +199,19 @@ module wccp_parser (
     //   hpt_e = v && ((hp_l4 && !ge60) || hpw[3] || (etlo && (!b00 || et_nx)))
     // is a register, hpe: the same function of its terms' next values, one cycle early (each
     // n_* below repeats its register's update; timing: hdr_done, and the receive queue's
-    // push from it, are then one LUT from registers)
+    // push from it, are then one LUT from registers). The reset is the flip-flop's own (its
+    // set/reset pin): the n_* restart with done0 / done alone, as rst clears hpe anyway (the
+    // reset buffer's long route then ends at that pin, not in front of the logic).
     wire n_etp  = eh[12] || (vlan && eh[16]);      // the byte in d is the high ethertype byte
-    wire n_hpl4 = restart ? 1'b0 : v ? (gre ? (!ihl_lo3 && lh[10]) : (!ihl_lo5 && lh[2])) : hp_l4;
-    wire n_ge60 = clr ? 1'b0 : (v && at59) ? 1'b1 : ge60;
-    wire n_hpw3 = restart ? 1'b0 : v ? hpw[2] : hpw[3];
-    wire n_etlo = restart ? 1'b0 : v ? n_etp : etlo;
+    wire n_hpl4 = done0 ? 1'b0 : v ? (gre ? (!ihl_lo3 && lh[10]) : (!ihl_lo5 && lh[2])) : hp_l4;
+    wire n_ge60 = done ? 1'b0 : (v && at59) ? 1'b1 : ge60;
+    wire n_hpw3 = done0 ? 1'b0 : v ? hpw[2] : hpw[3];
+    wire n_etlo = done0 ? 1'b0 : v ? n_etp : etlo;
     wire n_etnx = (v && n_etp) ? (!b08 && (vlan || !b81)) : et_nx;
     reg  hpe;
     always @(posedge clk)
-        hpe <= s_valid && !rst && ((n_hpl4 && !n_ge60) || n_hpw3 ||
-                                   (n_etlo && (s_nz || n_etnx)));
+        if (rst) hpe <= 1'b0;
+        else hpe <= s_valid && ((n_hpl4 && !n_ge60) || n_hpw3 || (n_etlo && (s_nz || n_etnx)));
     wire hpt_e  = hpe;
     wire hpt_ih = v && hp_ih && !ge60;
     always @(*) hdr_done = hpt_e || hd_r;
