@@ -271,10 +271,13 @@ module wccp_decide #(
 
     // the bundle registers follow the queue head while idle: a frame is taken in S_IDLE,
     // so the last load is the taken frame (enable: the state bit, or for half of the bits
-    // its copy idle_f, low in reset, so that yosys keeps it apart)
+    // idle_f, low in reset, so that yosys keeps it apart: high while idle and in S_C1, a
+    // register of the state alone, not of the take, whose inputs come from both ports'
+    // queues: timing; the load at the end of S_C1 is the taken frame's bundle again, the
+    // queue pops it with that edge and `sel` stays on its port until then)
     reg idle_f;
     always @(posedge clk) begin
-        idle_f <= !rst && nx[S_IDLE];
+        idle_f <= !rst && (state[S_IDLE] || state[S_HO]);
         if (idle_f) begin
             f_dst <= b_dst; f_src <= b_src; f_sip <= b_sip; f_dip <= b_dip;
         end
