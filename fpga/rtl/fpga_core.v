@@ -238,15 +238,16 @@ module fpga_core #(
         .wr_data(t_data), .rd_addr(mt_raddr), .rd_data(mt_rdata), .copy_start(copy_start),
         .copy_busy(copy_busy[4]));
     // the cache-source index (SRCIDX): heads {count, start} by address fold (and the L2-return
-    // run at 256), and the list of table entries they point into
+    // run at 256), and the list of table entries they point into; 3-cycle reads (a fabric
+    // register after each RAM: the core's registers can then sit away from the RAMs)
     wire [8:0]  hd_raddr, ls_raddr;
     wire [17:0] hd_rdata;
     wire [7:0]  ls_rdata;
-    wccp_bank_ram #(.AW(9), .DW(18), .RD_REG(0)) srcidx_head (
+    wccp_bank_ram #(.AW(9), .DW(18), .RD_REG(1)) srcidx_head (
         .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[5]), .wr_addr(t_addr[8:0]),
         .wr_data({t_data[16 +: 9], t_data[8:0]}), .rd_addr(hd_raddr), .rd_data(hd_rdata),
         .copy_start(copy_start), .copy_busy(copy_busy[5]));
-    wccp_bank_ram #(.AW(9), .DW(8), .RD_REG(0)) srcidx_list (
+    wccp_bank_ram #(.AW(9), .DW(8), .RD_REG(1)) srcidx_list (
         .clk(clk), .rst(rst_dc), .live(live), .wr_en(t_we[6]), .wr_addr(t_addr[8:0]),
         .wr_data(t_data[7:0]), .rd_addr(ls_raddr), .rd_data(ls_rdata),
         .copy_start(copy_start), .copy_busy(copy_busy[6]));

@@ -103,7 +103,7 @@ module wccp_decide #(
     // live redirect-list words (wccp_regs: slot*32 + group word offset; 2-cycle read)
     output wire [7:0]    acl_raddr,
     input  wire [31:0]   acl_rdata,
-    // the cache-source index (SRCIDX, 2-cycle reads): heads {count, start} by the fold of a
+    // the cache-source index (SRCIDX, 3-cycle reads): heads {count, start} by the fold of a
     // cache address (256: the L2-return run), the list of table entries they point into
     output reg  [8:0]    hd_raddr,
     input  wire [17:0]   hd_rdata,
@@ -155,7 +155,7 @@ module wccp_decide #(
     // ------------------------------------------------------------------------------------
     // Every state does little: compares are registered before they steer the state machine,
     // table addresses are registers, and the cache-table scan is a pipeline that issues one
-    // listed entry per cycle (results 8 cycles later; a learn hit rewinds the issue state to
+    // listed entry per cycle (results 9 cycles later; a learn hit rewinds the issue state to
     // the entry after the hit). Decision time for a frame from a cache is about 20 cycles
     // plus one per entry listed under its address's fold (and per L2-return entry when its
     // MAC may be one's), whatever the table size, and a constant 8 (not IPv4, or no slot) to
@@ -462,17 +462,20 @@ module wccp_decide #(
     wire [SNW-1:0] iss_snap = {iss_ph, iss_pos, iss_left, iss_last, iss_b, iss_end};
     wire           t4_ph = t4_s[SNW-1];
     // the heads: the L2-return run's (read while idle: hd_raddr rests on 256, registered in
-    // S_C3), the fold's (addressed in S_C2, registered in the prefilter's answer cycle: hq_*)
+    // the prefilter's answer cycle), the fold's (addressed in S_C2, registered a cycle later:
+    // hq_*)
     reg  [8:0] b_start, b_lm1, hq_start, hq_lm1;
     reg        b_any, b_one, hq_nz, hq_one;
     reg        sc_pend;          // S_C3, the answer cycle: the scan is about to start
-    reg        st_ld, st_mac;    // load the issue state from the heads (the cycle after the answer)
-    // in-flight entries: u1 the list RAM's address, u2 its word (ls_rdata), t0 = the cache
+    reg        st_ld1, st_ld;    // the answer was "maybe": the fold's head is read; load the
+                                 // issue state from the heads (two cycles after the answer)
+    reg        st_mac;           // the answer's MAC half (sf_mmac), kept
+    // in-flight entries: u1 the list RAM's address, u3 its word (ls_rdata), t0 = the cache
     // tables' address register, results valid with t5
-    reg        u1_v, u2_v, t0_v, t1_v, t2_v, t3_v, t4_v, t5_v;
+    reg        u1_v, u2_v, u3_v, t0_v, t1_v, t2_v, t3_v, t4_v, t5_v;
     reg [7:0]  t1_a, t2_a, t3_a, t4_a, t5_a;
     reg [7:0]  t5_oh;            // t5's slot, one-hot
-    reg [SNW-1:0] u1_s, u2_s, t0_s, t1_s, t2_s, t3_s, t4_s;
+    reg [SNW-1:0] u1_s, u2_s, u3_s, t0_s, t1_s, t2_s, t3_s, t4_s;
     // comparisons of the table words read for t3, registered in bytes; t5: hit flags
     reg  [3:0] ip_q;
     reg  [7:0] mac_q;
@@ -799,7 +802,7 @@ module wccp_decide #(
         // the cache: its index straight from the table byte in the state that reads it; the
         // primary bucket's a cycle earlier, from the RAM word in S_B1 (c_pbraw; S_B1L sets
         // the same value from byte_pb), so that its words are read in S_CK = S_B1L + 2
-        c_raddr <= u2_v ? ls_rdata :
+        c_raddr <= u3_v ? ls_rdata :
                    {msl_a, state[S_B1] ? c_pbraw : state[S_B1L] ? byte_pb[4:0] :
                            state[S_B2L] ? byte_ab[4:0] : state[S_M2L] ? byte_mt[4:0] : cidx[4:0]};
         for (kc = 0; kc < 4; kc = kc + 1)
@@ -859,11 +862,11 @@ module wccp_decide #(
     wire sf_none = sf_chk && !sf_maybe;
 
     // ---- scan: issue state, in-flight entries, hits ----
-    // In cycles after the take (S_C1 = 1): the L2 run's head is on hd_rdata in S_C3 (3), the
-    // fold's in the answer cycle (4: the first S_SCAN, sf_chk), registered (hq_*) with the
-    // answer; the issue state is loaded in 5 (st_ld) from them, the first word issued in 6; a
-    // word's entry is on ls_rdata two cycles after its issue (u2), in c_raddr (t0) the cycle
-    // after. A learn hit (learn_r) becomes a learning target: its index goes to the frame's
+    // In cycles after the take (S_C1 = 1): the L2 run's head is on hd_rdata in the answer
+    // cycle (4: the first S_SCAN, sf_chk), registered (b_*) then, the fold's in 5, registered
+    // (hq_*) then; the issue state is loaded in 6 (st_ld) from them, the first word issued in
+    // 7; a word's entry is on ls_rdata three cycles after its issue (u3), in c_raddr (t0) the
+    // cycle after. A learn hit (learn_r) becomes a learning target: its index goes to the frame's
     // commit unit (lr_valid until there is room in its list: lr_ack), then the scan resumes
     // after the hit (t4_s: the state of the word issued the cycle after the hit's, the next
     // word or the end). The commit unit writes the targets if the frame's status is good and
@@ -871,7 +874,7 @@ module wccp_decide #(
     wire lr_ack = lr_valid && lr_room[prt];
     always @(posedge clk) begin
         hd_raddr <= state[S_C1] ? {1'b0, fold32(f_sip)} : 9'd`WCCP_SRCIDX_L2;
-        if (state[S_C3]) begin
+        if (sf_chk) begin
             b_start <= hd_rdata[8:0];
             b_lm1 <= hd_rdata[17:9] - 9'd1;
             b_one <= (hd_rdata[17:9] == 9'd1);
@@ -881,7 +884,7 @@ module wccp_decide #(
         hq_lm1 <= hd_rdata[17:9] - 9'd1;
         hq_one <= (hd_rdata[17:9] == 9'd1);
         hq_nz <= (hd_rdata[17:9] != 9'd0);
-        st_mac <= sf_mmac;
+        if (sf_chk) st_mac <= sf_mmac;
         if (iss_ld) begin
             {iss_ph, iss_pos, iss_left, iss_last, iss_b, iss_end} <= t4_s;
         end else if (st_ld) begin
@@ -908,7 +911,7 @@ module wccp_decide #(
             end
         end
         u1_s <= iss_snap;
-        u2_s <= u1_s; t0_s <= u2_s;
+        u2_s <= u1_s; u3_s <= u2_s; t0_s <= u3_s;
         t1_s <= t0_s; t2_s <= t1_s; t3_s <= t2_s; t4_s <= t3_s;
         t1_a <= c_raddr; t2_a <= t1_a; t3_a <= t2_a; t4_a <= t3_a; t5_a <= t4_a;
         t5_oh <= 8'd1 << t4_a[7:5];
@@ -920,19 +923,21 @@ module wccp_decide #(
             iss_on <= 1'b0;
             iss_ld <= 1'b0;
             sc_pend <= 1'b0;
+            st_ld1 <= 1'b0;
             st_ld <= 1'b0;
             learn_r <= 1'b0;
             mhit_r <= 1'b0;
             khit_r <= 1'b0;
             lr_valid <= 1'b0;
-            u1_v <= 1'b0; u2_v <= 1'b0;
+            u1_v <= 1'b0; u2_v <= 1'b0; u3_v <= 1'b0;
             t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
         end else begin
             // the scan of a frame with a valid IPv4 header (learning happens also while
             // disabled) starts once the prefilter has said "maybe" (a "no" ends it at once:
             // nothing is issued before the answer, so a client's frame takes constant time)
             sc_pend <= f_ip_hdr_ok && (state[S_C2] || state[S_C3]);
-            st_ld <= sf_chk && f_ip_hdr_ok && sf_maybe;
+            st_ld1 <= sf_chk && f_ip_hdr_ok && sf_maybe;
+            st_ld <= st_ld1;
             // a learn hit (phase 0): stop, drop what is in flight, resume after the hit once
             // its index is in the commit unit's list; a source-IP hit learns only where the
             // location differs from this frame's (a steady cache's frames go on without a stop)
@@ -943,17 +948,17 @@ module wccp_decide #(
             lr_valid <= learn_r || (lr_valid && !lr_ack);
             if (learn_r) begin
                 iss_on <= 1'b0;
-                u1_v <= 1'b0; u2_v <= 1'b0;
+                u1_v <= 1'b0; u2_v <= 1'b0; u3_v <= 1'b0;
                 t0_v <= 1'b0; t1_v <= 1'b0; t2_v <= 1'b0; t3_v <= 1'b0; t4_v <= 1'b0; t5_v <= 1'b0;
             end else begin
                 iss_on <= (st_ld && (hq_nz || (st_mac && b_any))) || lr_ack ||
                           (iss_on && !iss_end && !(iss_last && !iss_b));
                 u1_v <= iss_go;
-                u2_v <= u1_v; t0_v <= u2_v;
+                u2_v <= u1_v; u3_v <= u2_v; t0_v <= u3_v;
                 t1_v <= t0_v; t2_v <= t1_v; t3_v <= t2_v; t4_v <= t3_v; t5_v <= t4_v;
             end
         end
-        scan_idle <= !(sc_pend || st_ld || lr_valid || iss_on || u1_v || u2_v ||
+        scan_idle <= !(sc_pend || st_ld1 || st_ld || lr_valid || iss_on || u1_v || u2_v || u3_v ||
                        t0_v || t1_v || t2_v || t3_v || t4_v || t5_v);
     end
 

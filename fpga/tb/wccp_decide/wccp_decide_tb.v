@@ -343,11 +343,11 @@ module wccp_decide_tb #(
     wire [8:0]  hd_raddr, ls_raddr;
     wire [17:0] hd_rdata;
     wire [7:0]  ls_rdata;
-    wccp_bank_ram #(.AW(9), .DW(18), .RD_REG(0)) srcidx_head (
+    wccp_bank_ram #(.AW(9), .DW(18), .RD_REG(1)) srcidx_head (
         .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd5), .wr_addr(t_addr[8:0]),
         .wr_data({t_data[16 +: 9], t_data[8:0]}), .rd_addr(hd_raddr), .rd_data(hd_rdata),
         .copy_start(1'b0), .copy_busy(copy_busy[5]));
-    wccp_bank_ram #(.AW(9), .DW(8), .RD_REG(0)) srcidx_list (
+    wccp_bank_ram #(.AW(9), .DW(8), .RD_REG(1)) srcidx_list (
         .clk(clk), .rst(rst), .live(live), .wr_en(t_wr && t_sel == 3'd6), .wr_addr(t_addr[8:0]),
         .wr_data(t_data[7:0]), .rd_addr(ls_raddr), .rd_data(ls_rdata),
         .copy_start(1'b0), .copy_busy(copy_busy[6]));
