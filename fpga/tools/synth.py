@@ -65,7 +65,7 @@ def board_defn(name):
     try:
         return boards.load(name)
     except boards.BoardError as e:
-        raise SystemExit(str(e))
+        raise SystemExit(str(e)) from None
 
 
 def place_and_route(a, netlist, lpf, d, seed, timeout):
