@@ -21,7 +21,7 @@ import pytest
 
 from wccp import regmap as R
 from wccp.dataplane import FWD_GRE, FWD_L2, RET_GRE, RET_L2, effective_service
-from wccp.fpga import FpgaDataPlane, FpgaError
+from wccp.fpga import FpgaDataPlane, FpgaError, method_word
 from wccp.regpack import srcidx_words
 from wccp.transport import SocketTransport, SpiTransport
 
@@ -259,7 +259,7 @@ def check_image(img, prog):
     t = decode(img)
     assert t["router_id"] == prog["router_id"] and t["mac"] == prog["mac"] and t["mtu"] == prog["mtu"]
     # the cache-source index of the programmed cache tables: heads, and the list words in use
-    head, entries = srcidx_words([[(c["address"], c["forward"] << R.METHOD_FWD_SHIFT | c["ret"] << R.METHOD_RET_SHIFT)
+    head, entries = srcidx_words([[(c["address"], method_word(c["forward"], c["ret"]))
                                    for c in prog["slots"][s]["caches"]] if s in prog["slots"] else []
                                   for s in range(8)])
     assert [rd(img, R.SRCIDX_HEAD + f) for f in range(R.SRCIDX_HEAD_COUNT)] == head
