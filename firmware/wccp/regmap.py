@@ -8,7 +8,7 @@ except ImportError:  # CPython
         return x
 
 ID_VALUE = const(0x57434350)
-REGMAP_VERSION = const(0x00010005)
+REGMAP_VERSION = const(0x00020000)
 NUM_PORTS = const(2)
 MAX_GROUPS = const(8)
 MAX_CACHES = const(32)
@@ -59,6 +59,7 @@ SRCIDX_COUNT_SHIFT = const(0x10)
 SRCIDX_FIELD_MASK = const(0x1FF)
 SRCIDX_L2 = const(0x100)
 SRCIDX_LIST_SIZE = const(0x200)
+SRCIDX_ENTRY_MASK = const(0xFF)
 
 # GLOBAL
 GLOBAL_BASE = const(0x000000)

@@ -3,7 +3,7 @@
 `define WCCP_REGMAP_VH
 
 `define WCCP_ID_VALUE 32'h57434350
-`define WCCP_REGMAP_VERSION 32'h00010005
+`define WCCP_REGMAP_VERSION 32'h00020000
 `define WCCP_NUM_PORTS 2
 `define WCCP_MAX_GROUPS 8
 `define WCCP_MAX_CACHES 32
@@ -54,6 +54,7 @@
 `define WCCP_SRCIDX_FIELD_MASK 511
 `define WCCP_SRCIDX_L2 256
 `define WCCP_SRCIDX_LIST_SIZE 512
+`define WCCP_SRCIDX_ENTRY_MASK 255
 
 // block GLOBAL: Identification, control, watchdog, commit and global shadow configuration.
 `define WCCP_GLOBAL_BASE 24'h000000
