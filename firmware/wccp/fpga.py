@@ -27,18 +27,15 @@ What the driver does beyond plain register writes:
   BUSY); ``arp_replies`` reads the ARPCAP ring;
 * mask sets are compiled by ``wccp.regpack.compile_mask_set`` (<= 7 mask bits per set);
 * group policies (``set_policy``): the closed flag and the redirect-list's entry count go into
-  GROUP_CTRL, the entries into ACL_SRC/ACL_DST/ACL_CTRL (prefix lengths); an FPGA whose
-  register map predates them (minor < ACL_MINOR) refuses a closed service or a redirect-list
-  (ValueError, like any table it cannot hold);
-* ``configure``: an FPGA whose register map predates MTU_MINOR copies at most 1472 bytes behind
-  a GRE header: its MTU stays 1500 whatever is asked (full-size packets go to the origin,
-  counted ``gre_too_big``, rather than truncated to the cache);
+  GROUP_CTRL, the entries into ACL_SRC/ACL_DST/ACL_CTRL (prefix lengths);
 * the cache-source index (SRCIDX: the cache entries by address fold, and the run of the
   L2-return ones; ``wccp.regpack.srcidx_words`` of the mirrors) is written before COMMIT when
   a cache address, method or count changed since it was last written (a commit of an
   assignment alone leaves it as it is); when its write fails, ``commit()`` refuses
-  (FpgaError, nothing published) until a commit writes it whole; an FPGA whose register map
-  predates SRCIDX_MINOR has no index (nothing written);
+  (FpgaError, nothing published) until a commit writes it whole;
+* the identity check (``check_id``) refuses an FPGA whose ID is not the datapath's or whose
+  register-map major is not this firmware's (``wccp.regpack.version_problem``): a new major means
+  registers the datapath needs written (2.0: SRCIDX), so no other major is driven;
 * ``commit()`` writes COMMIT and polls STATUS until COMMIT_BUSY clears;
 * transactions: when a register write fails, the part of the slot it belonged to (service,
   cache table, assignment) is marked unknown: the next call for that part rewrites all its
@@ -57,7 +54,7 @@ except ImportError:  # CPython
         return x
 
 from wccp import regmap as R
-from wccp.regpack import compile_mask_set, mac_words, pack_bytes, srcidx_words
+from wccp.regpack import compile_mask_set, mac_words, pack_bytes, srcidx_words, version_problem
 from wccp.dataplane import (
     ARPCAP_ENTRIES, DEFAULT_MTU, DEFAULT_WATCHDOG_MS, HASH_PEARSON, MAX_CACHES, MAX_GROUPS, MAX_MTU, MIN_MTU, NUM_BUCKETS,
     DataPlane, check_buckets, check_caches, check_send, check_mac, check_mask, check_policy, check_slot,
@@ -67,9 +64,6 @@ from wccp.dataplane import (
 COMMIT_POLLS = const(100000)
 PKTOUT_POLLS = const(100)
 MASK32 = const(0xFFFFFFFF)
-ACL_MINOR = const(4)        # register-map minor that brought GROUP_CTRL.CLOSED/NUM_ACL and ACL_*
-MTU_MINOR = const(4)        # ... and GRE copies that follow an MTU above 1500 (up to MAX_MTU)
-SRCIDX_MINOR = const(5)     # register-map minor that brought the cache-source index (SRCIDX)
 
 # Per-port counter registers -> model counter names (per-port lists).
 _PORT_LISTS = (
@@ -151,6 +145,9 @@ class FpgaDataPlane(DataPlane):
             ident, version, caps = self.t.read(R.ID, 3)
             if ident != R.ID_VALUE:
                 raise FpgaError("no WCCP datapath at the other end (ID 0x%08x)" % ident)
+            why = version_problem(version)
+            if why:
+                raise FpgaError(why)
         self.caps = caps if check_id else None     # None: not read (features not checked)
         self.version = version if check_id else None
         n = caps & 0xFF
@@ -192,18 +189,12 @@ class FpgaDataPlane(DataPlane):
 
     # -- DataPlane: tables (shadow) --
 
-    def _older_than(self, minor):
-        """The FPGA's register map predates 1.<minor> (unknown, without the identity check: no)."""
-        return self.version is not None and (self.version & 0xFFFF) < minor
-
     def configure(self, router_id, mac, mtu=DEFAULT_MTU):
         if not isinstance(router_id, int) or router_id < 0 or router_id > MASK32:
             raise ValueError("router_id must be an IPv4 address as int")
         m = check_mac(mac)
         if not isinstance(mtu, int) or mtu < MIN_MTU or mtu > MAX_MTU:
             raise ValueError("mtu must be %d..%d" % (MIN_MTU, MAX_MTU))
-        if mtu > DEFAULT_MTU and self._older_than(MTU_MINOR):
-            mtu = DEFAULT_MTU       # an older bitstream copies at most 1472 bytes behind GRE
         hi, lo = mac_words(m if m is not None else b"\x00" * 6)
         self._w(R.ROUTER_ID, [router_id, hi, lo, mtu])
         self.router_id, self.mac, self.mtu = router_id, m, mtu
@@ -321,12 +312,6 @@ class FpgaDataPlane(DataPlane):
     def set_policy(self, slot, closed=False, redirect_list=()):
         check_slot(slot)
         closed, acl = check_policy(closed, redirect_list)
-        if (closed or acl) and self._older_than(ACL_MINOR):
-            # an older bitstream: a table it cannot hold (the router leaves this group
-            # unredirected and programs the others)
-            raise ValueError("this FPGA image (register map %d.%d) cannot hold a closed service or a "
-                             "redirect-list: load a bitstream with register map 1.%d or later"
-                             % (self.version >> 16, self.version & 0xFFFF, ACL_MINOR))
         words = acl_words(acl)
         sl = self.slots[slot]
         sl.closed, sl.acl = closed, acl
@@ -347,7 +332,7 @@ class FpgaDataPlane(DataPlane):
         bad = self.stale_slots()
         if bad:
             raise FpgaError("not committed: slot(s) %s not rewritten since a failed register write" % bad)
-        if self._srcidx_dirty and not self._older_than(SRCIDX_MINOR):
+        if self._srcidx_dirty:
             self._write_srcidx()
         self._w(R.COMMIT, [1])
         for _ in range(COMMIT_POLLS):

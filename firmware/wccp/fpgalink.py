@@ -6,8 +6,7 @@ implements ``wccp.dataplane.DataPlane`` and:
 * at start and then every ``retry_ms`` while it has not succeeded, reads the FPGA's
   identity over the register link — ID, VERSION, CAPS and BUILD_ID (docs/regmap.md) — and
   accepts it only when ID is the WCCP datapath's, the register-map major version is the
-  firmware's and the minor at least MIN_MINOR (the oldest map it drives: features of later
-  minors that the FPGA lacks are refused per table by the driver, ``wccp.fpga``), and BUILD_ID is the one the firmware
+  firmware's (``wccp.regpack.version_problem``: any minor of it), and BUILD_ID is the one the firmware
   slot was flashed with (when ``wccp flash --bitstream`` recorded one);
 * until then writes nothing to the FPGA: an FPGA that was just configured (or reset)
   has REDIRECT_EN clear, so it forwards everything untouched (fail-open). The router's
@@ -25,13 +24,13 @@ Runs on MicroPython and CPython.
 import time
 
 from wccp import regmap as R
+from wccp.regpack import version_problem
 from wccp.dataplane import (
     DEFAULT_WATCHDOG_MS, MAX_GROUPS, DataPlane, check_buckets, check_caches, check_mac, check_mask, check_policy,
     check_send, check_slot, effective_service,
 )
 
 _NOT_SET = object()
-MIN_MINOR = 3       # the oldest register-map minor this firmware drives (1.3: no policies)
 
 
 def _ms():
@@ -54,10 +53,9 @@ def check_identity(ident, version, build_id, expect_build=None):
                 "configuration (DONE) and the SPI wiring)" % ident)
     if ident != R.ID_VALUE:
         return "not the WCCP datapath: ID 0x%08x, expected 0x%08x" % (ident, R.ID_VALUE)
-    want = R.REGMAP_VERSION
-    if (version >> 16) != (want >> 16) or (version & 0xFFFF) < MIN_MINOR:
-        return ("register map %d.%d in the FPGA, this firmware needs %d.%d or a later minor: load the "
-                "bitstream built with this firmware" % (version >> 16, version & 0xFFFF, want >> 16, MIN_MINOR))
+    why = version_problem(version)
+    if why:
+        return why
     if expect_build is not None and build_id != expect_build:
         return ("FPGA runs bitstream build 0x%08x, the firmware slot was flashed with build 0x%08x"
                 % (build_id, expect_build))

@@ -261,7 +261,7 @@ class ModelRegisterFile:
             if g(R.SRCIDX_HEAD + f, 0) & hmask != head[f]:
                 return False
         for k in range(len(entries)):
-            if g(R.SRCIDX_LIST + k, 0) & 0xFF != entries[k]:
+            if g(R.SRCIDX_LIST + k, 0) & R.SRCIDX_ENTRY_MASK != entries[k]:
                 return False
         return True
 

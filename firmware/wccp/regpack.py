@@ -10,7 +10,7 @@ except ImportError:  # CPython
 
 from wccp.regmap import (
     BITPOS_VALID, MASK_BITS, MASK_NO_MATCH, MASK_TABLE_SIZE, MAX_CACHES, METHOD_FIELD_MASK, METHOD_RET_SHIFT, RET_L2,
-    SRCIDX_COUNT_SHIFT, SRCIDX_HEAD_COUNT, SRCIDX_L2,
+    REGMAP_VERSION, SRCIDX_COUNT_SHIFT, SRCIDX_HEAD_COUNT, SRCIDX_L2,
 )
 
 _KEY_BITS = const(96)           # the mask key: src_ip<<64 | dst_ip<<32 | src_port<<16 | dst_port
@@ -120,3 +120,12 @@ def srcidx_words(tables):
         head[f] = start[f] | (count[f] << SRCIDX_COUNT_SHIFT)
     head[SRCIDX_L2] = nent | (len(l2) << SRCIDX_COUNT_SHIFT)
     return head, entries + l2
+
+
+def version_problem(version):
+    """None when a register-map VERSION (major<<16 | minor) is one this firmware drives: its
+    major (any minor: a later minor only adds what may be left unwritten), else the reason."""
+    if (version >> 16) != (REGMAP_VERSION >> 16):
+        return ("register map %d.%d in the FPGA, this firmware drives %d.x: load the bitstream built "
+                "with this firmware" % (version >> 16, version & 0xFFFF, REGMAP_VERSION >> 16))
+    return None

@@ -2,6 +2,7 @@
 retry, replay of the tables, recovery from an FPGA reset. The FPGA is the register-level
 model (wccp.fwdmodel_regs.ModelRegisterFile) behind the real SPI framing."""
 from wccp import regmap as R
+from wccp.fpga import FpgaDataPlane, FpgaError
 from wccp.fpgalink import FpgaLink, check_identity
 from wccp.fwdmodel_regs import ModelRegisterFile
 from wccp.transport import LoopbackTransport, TransportError
@@ -64,7 +65,9 @@ def test_identity_rules():
     assert "no FPGA answers" in check_identity(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
     assert "not the WCCP datapath" in check_identity(0x12345678, R.REGMAP_VERSION, 0)
     assert "register map 1.0" in check_identity(R.ID_VALUE, 0x00010000, 0)
-    assert "register map 2." in check_identity(R.ID_VALUE, 0x00020001, 0)
+    assert "register map 1.5" in check_identity(R.ID_VALUE, 0x00010005, 0)    # ran without the index
+    assert "register map 3.0" in check_identity(R.ID_VALUE, 0x00030000, 0)
+    assert check_identity(R.ID_VALUE, R.REGMAP_VERSION + 1, 0) is None     # a later minor: only additions
     assert "build 0x00000007" in check_identity(R.ID_VALUE, R.REGMAP_VERSION, 7, 8)
 
 
@@ -106,24 +109,25 @@ def test_wrong_identity_is_never_written_or_armed():
     assert link.state == "up" and w.fpga.model.redirect_enabled()
 
 
-def test_older_minor_is_driven_without_policies():
-    """A bitstream of register map 1.3 (before closed services and redirect-lists) is still
-    driven; a closed service or a redirect-list is refused for it, with the reason."""
+def test_another_major_is_refused_never_written():
+    """A bitstream of register map 1.x decides cache frames without the cache-source index
+    this firmware writes (2.0 made it required): it is refused, left fail-open, and so is the
+    driver alone; a later minor of 2 is driven."""
     w = Wire()
     w.fpga = ModelRegisterFile()
-    w.version = 0x00010003
+    w.version = 0x00010005
     link = FpgaLink(LoopbackTransport(w), retry_ms=0, check_ms=0, log=lambda m: None)
     _program(link)
-    assert link.state == "up" and link.info()["version"] == "1.3"
-    link.set_policy(0, False, [])                  # nothing it cannot hold
-    for args in ((0, True, []), (0, False, [(True, 0, 0, 0, 0)])):
-        try:
-            link.set_policy(*args)
-            raise AssertionError("a policy the register map cannot hold was accepted")
-        except ValueError as e:
-            assert "register map 1.3" in str(e) and "1.4 or later" in str(e), e
-    assert link.state == "up"
-    assert "register map 1.2" in check_identity(R.ID_VALUE, 0x00010002, 0)     # older than the oldest driven
+    assert link.state == "down" and "register map 1.5" in link.reason and "drives 2.x" in link.reason
+    assert w.fpga.commits == 0 and not w.fpga.model.redirect_enabled()
+    try:
+        FpgaDataPlane(LoopbackTransport(w))
+        raise AssertionError("the driver accepted register map 1.5")
+    except FpgaError as e:
+        assert "register map 1.5" in str(e), e
+    w.version = R.REGMAP_VERSION + 1
+    link.heartbeat()
+    assert link.state == "up" and link.info()["version"] == "2.1" and w.fpga.model.redirect_enabled()
 
 
 def test_spi_errors_fail_open_and_fpga_reset_is_reprogrammed():

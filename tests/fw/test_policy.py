@@ -2,7 +2,7 @@
 redirect-lists — config, router and the reference data plane (CPython and MicroPython)."""
 from fwtest import raises
 from test_fwdmodel import model, http, eth, ip as fip, SERVER_IP
-from test_router import R, DYN, make, svc, hia, join, group, cache_state, _last_rid, ra_hash
+from test_router import R, DYN, make, svc, hia, join, group, cache_state, _last_rid
 from wccp import config
 from wccp.dataplane import check_policy
 
@@ -186,27 +186,7 @@ def test_fpga_driver_failed_policy_write_is_never_committed():
     assert fm._live.slots[2].acl == new and fm._live.slots[2].closed and dp.stale_slots() == []
 
 
-def test_fpga_older_register_map_keeps_an_mtu_of_1500():
-    from test_fpgalink import Wire
-    from wccp import regmap as RM
-    from wccp.fpga import FpgaDataPlane
-    from wccp.fwdmodel import ForwardingModel
-    from wccp.fwdmodel_regs import ModelRegisterFile
-    from wccp.transport import LoopbackTransport
-    for version, applied in ((0x00010003, 1500), (RM.REGMAP_VERSION, 1528)):
-        fm = ForwardingModel()
-        w = Wire()
-        w.fpga = ModelRegisterFile(fm)
-        w.version = version
-        dp = FpgaDataPlane(LoopbackTransport(w))
-        dp.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1528)
-        dp.commit()
-        assert dp.mtu == applied and fm._live.mtu == applied, (version, dp.mtu, fm._live.mtu)
-        dp.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1400)
-        assert dp.mtu == 1400
-
-
-def test_fpga_older_register_map_cannot_hold_policies_router_says_so():
+def test_fpga_applies_an_mtu_above_1500():
     from test_fpgalink import Wire
     from wccp.fpga import FpgaDataPlane
     from wccp.fwdmodel import ForwardingModel
@@ -215,24 +195,9 @@ def test_fpga_older_register_map_cannot_hold_policies_router_says_so():
     fm = ForwardingModel()
     w = Wire()
     w.fpga = ModelRegisterFile(fm)
-    w.version = 0x00010003                                            # a bitstream before 1.4
     dp = FpgaDataPlane(LoopbackTransport(w))
-    dp.set_policy(0, False, ())                                       # nothing to hold: fine
-    raises(ValueError, dp.set_policy, 0, True, ())
-    r, _ = make([{"id": 0, "closed": True}, {"id": 91}], dp=dp)
-    assert r.counters["dataplane_errors"] == 1 and "closed service" in r.last_error
-    join(r, "127.0.0.2")
-    mcn = group(r).mcn
-    r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2"]), "127.0.0.2", 2048, R, 0)
-    assert r.drops["ra_dataplane_refused"] == 1                     # never redirected without the policy
-    assert fm._live.slots[0].hash is None
-    # the other group is programmed and redirected as usual; no retry storm
-    join(r, "127.0.0.4", service=svc(91, **DYN))
-    g = group(r, 91)
-    r.receive(ra_hash("127.0.0.4", [(R, _last_rid(r, "127.0.0.4", 91), g.mcn)], ["127.0.0.4"], service=svc(91, **DYN)),
-              "127.0.0.4", 2048, R, 0)
-    assert g.counters["ra_accepted"] == 1 and fm._live.slots[g.slot].hash is not None
-    errors = r.counters["dataplane_errors"]
-    r.tick(1000)
-    r.tick(2000)
-    assert r.counters["dataplane_errors"] == errors
+    dp.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1528)
+    dp.commit()
+    assert dp.mtu == 1528 and fm._live.mtu == 1528, (dp.mtu, fm._live.mtu)
+    dp.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1400)
+    assert dp.mtu == 1400

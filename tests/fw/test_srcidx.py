@@ -3,7 +3,6 @@ COMMIT, checked against the documented layout and against the committed cache ta
 register-level FPGA model (wccp.fwdmodel_regs.ModelRegisterFile.srcidx_mismatch).
 CPython and MicroPython."""
 from fwtest import raises
-from test_fpgalink import Wire
 from test_router import ip, join, make
 
 from wccp import regmap as RM
@@ -48,15 +47,10 @@ class _Tap:
         return w
 
 
-def _fpga(version=None):
+def _fpga():
     fm = ForwardingModel()
     rf = ModelRegisterFile(fm)
-    slave = rf
-    if version is not None:         # an FPGA reporting another register map version
-        slave = Wire()
-        slave.fpga = rf
-        slave.version = version
-    tap = _Tap(LoopbackTransport(slave))
+    tap = _Tap(LoopbackTransport(rf))
     return fm, rf, tap, FpgaDataPlane(tap)
 
 
@@ -244,15 +238,13 @@ def test_router_retries_a_failed_index_write():
     _check(fm, rf, dp)
 
 
-def test_older_register_map_gets_no_index():
-    for version, written in ((0x00010004, False), (RM.REGMAP_VERSION, True)):
-        fm, rf, tap, dp = _fpga(version)
-        dp.set_group(0, _svc())
-        dp.set_caches(0, [_c(A, FWD_L2, RET_L2), _c(B)])
-        dp.commit()
-        assert [c[0] for c in fm._live.slots[0].caches] == [A, B]
-        assert bool(tap.srcidx_writes()) == written, version
-        assert rf.srcidx_mismatch == (0 if written else 1), version
+def test_index_written_with_the_first_commit():
+    fm, rf, tap, dp = _fpga()
+    dp.set_group(0, _svc())
+    dp.set_caches(0, [_c(A, FWD_L2, RET_L2), _c(B)])
+    dp.commit()
+    assert [c[0] for c in fm._live.slots[0].caches] == [A, B]
+    assert tap.srcidx_writes() and rf.srcidx_mismatch == 0
 
 
 def test_model_counts_an_index_that_does_not_match():
