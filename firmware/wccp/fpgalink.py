@@ -12,7 +12,9 @@ implements ``wccp.dataplane.DataPlane`` and:
   has REDIRECT_EN clear, so it forwards everything untouched (fail-open). The router's
   tables are kept (the latest value of every table call), validated as the driver would;
 * once identified, creates the register driver (``wccp.fpga.FpgaDataPlane``) and replays
-  the tables, commits and arms the FPGA watchdog if the router had armed it;
+  the tables into every slot — a slot the router has no tables for is cleared (disabled, no
+  caches), as the FPGA may have kept its registers across the outage — commits and arms the
+  FPGA watchdog if the router had armed it: the committed tables are then the router's;
 * while up, checks every ``check_ms`` (from ``heartbeat``) that ID still reads right and
   that the FPGA's commit counter has not gone backwards (an FPGA reconfigured or reset
   behind the firmware's back has lost its tables); on a failure, or an SPI error in any
@@ -151,6 +153,9 @@ class FpgaLink(DataPlane):
             dp.set_next_hop(port, self._nh[port])
         for s in range(MAX_GROUPS):
             if self._group[s] is None:
+                # an FPGA that kept its registers may still hold tables the router cleared
+                # meanwhile: the next COMMIT would make them live again
+                dp.clear_group(s)
                 continue
             dp.set_group(s, self._group[s])
             if self._caches[s] is not None:

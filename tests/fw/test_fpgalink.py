@@ -198,3 +198,54 @@ def test_cache_locations_forgotten_with_their_caches():
     assert 0x0A000002 in link._learnt
     link.set_caches(0, [{"address": 0x0A000003}])
     assert link._learnt == {}
+
+
+def _outage_clears_a_slot(reset):
+    """Two groups programmed; the SPI link fails; while it is down the router clears slot 1
+    (its cache left) and shrinks slot 0's cache table; the link comes back to an FPGA that
+    kept its registers (reset False) or was reset (reset True)."""
+    from test_fwdmodel import CACHE_MAC, eth, http, svc
+    a, b, c = 0x0A000002, 0x0A000003, 0x0A000004
+    w = Wire()
+    w.fpga = ModelRegisterFile()
+    link = FpgaLink(LoopbackTransport(w), retry_ms=0, check_ms=0, log=lambda m: None)
+    link.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1500)
+    link.set_group(0, svc(sid=90, ports=(8080,)))
+    link.set_caches(0, [{"address": a}, {"address": c}])
+    link.set_hash(0, bytes(256))
+    link.set_group(1, svc(sid=91, ports=(80,)))
+    link.set_caches(1, [{"address": b}])
+    link.set_hash(1, bytes(256))
+    link.commit()
+    link.arm(3000)
+    link.heartbeat()
+    link.learn(b, CACHE_MAC, 1)
+    web = eth(http())
+    fm = w.fpga.model
+    d = fm.decide(0, web)
+    assert (d.action, d.slot) == ("redirect_gre", 1), d
+    t = link.t
+    _break(link)
+    link.clear_group(1)
+    link.set_caches(0, [{"address": a}])
+    link.commit()
+    if reset:
+        w.fpga = ModelRegisterFile()
+        fm = w.fpga.model
+    link.t = t
+    link.heartbeat()
+    assert link.state == "up", link.reason
+    live = fm._live.slots
+    assert not live[1].enabled and live[1].caches == [] and live[1].hash is None
+    assert live[0].enabled and [x[0] for x in live[0].caches] == [a]
+    assert w.fpga.srcidx_mismatch == 0
+    d = fm.decide(0, web)
+    assert (d.action, d.slot) == ("forward", None), d      # not to b, the cache the router removed
+
+
+def test_slot_cleared_during_an_outage_is_cleared_in_an_fpga_that_kept_its_registers():
+    _outage_clears_a_slot(False)
+
+
+def test_slot_cleared_during_an_outage_stays_cleared_in_a_reset_fpga():
+    _outage_clears_a_slot(True)
