@@ -127,9 +127,12 @@ def test_firmware_caches_twin_redirect_failopen_restart(fpga, tmp_path):
     def check_redirection(fc, what):
         """Learn the caches on port 1, then client traffic on port 0: equal to the model's
         prediction from the firmware's register writes; some GRE and some L2 redirects; the
-        FPGA's per-(slot, cache) and per-bucket counter registers grew as the model's did."""
-        ref = replay(read_spi_log(spi_log)).model
+        FPGA's per-(slot, cache) and per-bucket counter registers grew as the model's did; every
+        commit the firmware made carried a cache-source index that matches its tables."""
+        rf = replay(read_spi_log(spi_log))
+        ref = rf.model
         assert ref.redirect_enabled(), what
+        assert rf.commits >= 1 and rf.srcidx_mismatch == 0, (what, rf.srcidx_mismatch)   # index = tables
         slots = _slots(ref)
         before = {s: (t.read(R.CACHECNT_BASE + R.CACHECNT_STRIDE * s, 64)[0::2],
                       t.read(R.BUCKETCNT_BASE + R.BUCKETCNT_STRIDE * s, 256)) for s in slots.values()}
