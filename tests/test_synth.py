@@ -139,6 +139,23 @@ def test_sweep_summary_reports_min_median_max():
     assert sweep_spread({"7": 130.0}) is None and sweep_spread(None) is None
 
 
+def test_sweep_command_carries_the_board_settings_and_the_sweep_limits():
+    """`wccp synth --seeds`: the flow runs with the board's pnr.args and core clock constraint
+    (the flow script alone applies neither), and --jobs / --pnr-timeout reach it; a single seed
+    passes neither."""
+    from wccptool.cli import build_parser
+    from wccptool.cmd_synth import flow_command
+    fb = boards.load("colorlight_i9")
+    a = build_parser().parse_args(["synth", "--board", "colorlight_i9", "--seeds", "1,2,3", "--jobs", "1",
+                                   "--pnr-timeout", "900"])
+    cmd = flow_command(fb, a, "/o", 2, "synth.py")
+    assert cmd[cmd.index("--seeds") + 1] == "1,2,3" and cmd[cmd.index("--jobs") + 1] == "1"
+    assert cmd[cmd.index("--pnr-timeout") + 1] == "900" and cmd[cmd.index("--core-mhz") + 1] == "150"
+    assert "--pnr-args=" + " ".join(fb["pnr"]["args"]) in cmd and "--tmg-ripup" in fb["pnr"]["args"]
+    one = flow_command(fb, build_parser().parse_args(["synth", "--board", "colorlight_i9"]), "/o", 2, "synth.py")
+    assert "--jobs" not in one and "--pnr-timeout" not in one and one[one.index("--seed") + 1] == "2"
+
+
 def test_build_id_covers_the_include_files(tmp_path, monkeypatch):
     """The default BUILD_ID (what the firmware reads to know the bitstream) changes with any RTL
     file the netlist is made of, the include files (.vh: the Pearson table, the board tops' shared

@@ -28,6 +28,10 @@ def register(sub):
     p.add_argument("--seed", type=int, help="nextpnr placement seed (default: the board's pnr.seed, else 1)")
     p.add_argument("--seeds", help="seed sweep, e.g. 1,2,3,4: place and route each, keep the fastest core clock "
                                    "(record the winner as the board's pnr.seed)")
+    p.add_argument("--jobs", type=int, help="seed sweep: nextpnr runs at a time (default 2)")
+    p.add_argument("--pnr-timeout", type=float, help="seed sweep: give up on a seed after this many seconds "
+                                                     "(default 1800; a seed that never finishes routing counts "
+                                                     "as a miss)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--cache", default=os.environ.get("WCCP_SYNTH_CACHE"),
                    help="reuse/store results keyed by a hash of every flow input (RTL, constraints, board, "
@@ -120,6 +124,8 @@ def run(args):
     pnr = fb.get("pnr") or {}
     seed = args.seed if args.seed is not None else int(pnr.get("seed", 1))
     seeds = args.seeds or str(seed)
+    if args.seeds and args.pnr_timeout:         # a seed that times out changes the sweep's result
+        seeds += " timeout=%g" % args.pnr_timeout
     key = cache_key(fb, args.top, seeds, script, lpf) if args.cache else None
     if key and _from_cache(args.cache, key, out):
         print("synth: inputs unchanged, result from cache %s" % os.path.join(args.cache, key),
@@ -135,15 +141,7 @@ def run(args):
         if not any(d == m or d.startswith(m.rstrip("/") + "/") for m in mounts):
             mounts.append(d)
     env.setdefault("YOWASP_MOUNT", ":".join("%s=%s" % (d, d) for d in mounts))
-    cmd = [sys.executable, script, "--board", fb["name"], "--top", args.top, "--out", out, "--seed", str(seed),
-           "--core-mhz", str(pnr.get("core_mhz", CORE_MHZ))]
-    if args.seeds:
-        cmd += ["--seeds", args.seeds]
-    if pnr.get("args"):
-        cmd.append("--pnr-args=" + " ".join(pnr["args"]))     # "=": the value starts with "--"
-    ys = (fb.get("synth") or {}).get("args")
-    if ys:
-        cmd.append("--yosys-args=" + " ".join(ys))
+    cmd = flow_command(fb, args, out, seed, script)
     print("synth: %s" % " ".join(cmd), file=sys.stderr, flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=boards.ROOT)
     if p.returncode != 0:
@@ -152,6 +150,26 @@ def run(args):
     if key:
         _to_cache(args.cache, key, out)
     return _report(args, fb, out)
+
+
+def flow_command(fb, args, out, seed, script):
+    """The flow script's command line for a board: its seed (or --seeds), its core clock
+    constraint, its pnr.args and synth.args, and the sweep's --jobs / --pnr-timeout."""
+    pnr = fb.get("pnr") or {}
+    cmd = [sys.executable, script, "--board", fb["name"], "--top", args.top, "--out", out, "--seed", str(seed),
+           "--core-mhz", str(pnr.get("core_mhz", CORE_MHZ))]
+    if args.seeds:
+        cmd += ["--seeds", args.seeds]
+        if getattr(args, "jobs", None):
+            cmd += ["--jobs", str(args.jobs)]
+        if getattr(args, "pnr_timeout", None):
+            cmd += ["--pnr-timeout", "%g" % args.pnr_timeout]
+    if pnr.get("args"):
+        cmd.append("--pnr-args=" + " ".join(pnr["args"]))     # "=": the value starts with "--"
+    ys = (fb.get("synth") or {}).get("args")
+    if ys:
+        cmd.append("--yosys-args=" + " ".join(ys))
+    return cmd
 
 
 def cache_key(fb, top, seed, script, lpf):
