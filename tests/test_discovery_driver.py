@@ -76,7 +76,7 @@ def test_learn_and_carry_over_by_the_driver():
     assert sum(c["cache_unknown_frames"][0]) == 1
     dp.learn(CACHE_IP, CACHE_MAC, 1)
     dp.learn(CACHE2_IP, CACHE2_MAC, 1)
-    assert dp.cache_location(0, 0) is None       # CACHE_MAC reads 0 (register map 1.0)
+    assert dp.cache_location(0, 0) is None       # CACHE_MAC reads 0 (docs/regmap.md)
     assert m.cache_location(0, 0) == (CACHE_MAC, 1) and m.cache_location(0, 1) == (CACHE2_MAC, 1)
     # CACHE_IP dies: the survivor moves from index 1 to index 0
     dp.set_caches(0, caches(CACHE2_IP))

@@ -100,7 +100,7 @@ class RegFile:
         if a in self.counters:
             return self.counters[a]
         if R.CACHE_BASE <= a < R.CACHE_BASE + 8 * R.CACHE_STRIDE and (a - R.CACHE_BASE) % 4 >= 2:
-            return 0                  # learnt state not readable in register map 1.0
+            return 0                  # learnt state is not readable (docs/regmap.md)
         if is_shadow(a):
             return self.shadow.get(a, 0)
         return self.live_regs.get(a, 0)
@@ -453,7 +453,7 @@ def test_cache_locations_watchdog_and_status(server):
     dp.commit()                                          # unchanged addresses: no location writes
     writes = [int.from_bytes(t[1:4], "big") for t in regs.transactions[n_tx:] if t[0] == R.SPI_CMD_WRITE]
     assert HI0 not in writes and regs.live_regs[HI0] == hi
-    assert dp.cache_location(1, 0) is None            # not readable in register map 1.0
+    assert dp.cache_location(1, 0) is None            # not readable (docs/regmap.md)
     with pytest.raises(ValueError):
         dp.set_cache_location(1, 32, mac, 0)
     with pytest.raises(ValueError):

@@ -436,7 +436,8 @@ class FpgaDataPlane(DataPlane):
     def cache_location(self, slot, index):
         """Learnt/set location read back from CACHE_MAC_HI/LO (None unless MAC and port known).
 
-        Register map 1.0 reads these registers as 0, i.e. always None there."""
+        The register map reads these registers as 0 (docs/regmap.md), so on an FPGA this is None:
+        the FPGA keeps what it learns to itself."""
         check_slot(slot)
         if not isinstance(index, int) or index < 0 or index >= MAX_CACHES:
             return None

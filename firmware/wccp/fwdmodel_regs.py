@@ -20,7 +20,7 @@ class ModelRegisterFile:
     model's counters. With ``wccp.fpga.FpgaDataPlane`` over ``wccp.transport.LoopbackTransport``
     (or a socket) this is the digital twin's fast mode: the real driver, the model in place
     of the RTL. Decision counters are totals in the model; they read on port 0 (the driver
-    sums over ports). Reads of CACHE_MAC_* return 0, as in register map 1.0. The PROBE
+    sums over ports). Reads of CACHE_MAC_* return 0, as the register map says. The PROBE
     block drives ``send_frame`` (PKTOUT; never BUSY: the model sends at once) and reads the
     ARP capture ring; locations are kept per index as in the FPGA (no carry-over: D7).
     The cache-source index (SRCIDX, shadow, write-only) is checked at each COMMIT against the
