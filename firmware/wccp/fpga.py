@@ -140,7 +140,7 @@ class _SlotMirror:
 class FpgaDataPlane(DataPlane):
     def __init__(self, transport, check_id=True):
         self.t = transport
-        caps = version = 0
+        caps = 0
         if check_id:
             ident, version, caps = self.t.read(R.ID, 3)
             if ident != R.ID_VALUE:
@@ -149,7 +149,6 @@ class FpgaDataPlane(DataPlane):
             if why:
                 raise FpgaError(why)
         self.caps = caps if check_id else None     # None: not read (features not checked)
-        self.version = version if check_id else None
         n = caps & 0xFF
         self.num_ports = n if n >= 2 else R.NUM_PORTS
         self.router_id = 0

@@ -160,9 +160,9 @@ def flow_command(fb, args, out, seed, script):
            "--core-mhz", str(pnr.get("core_mhz", CORE_MHZ))]
     if args.seeds:
         cmd += ["--seeds", args.seeds]
-        if getattr(args, "jobs", None):
+        if args.jobs:
             cmd += ["--jobs", str(args.jobs)]
-        if getattr(args, "pnr_timeout", None):
+        if args.pnr_timeout:
             cmd += ["--pnr-timeout", "%g" % args.pnr_timeout]
     if pnr.get("args"):
         cmd.append("--pnr-args=" + " ".join(pnr["args"]))     # "=": the value starts with "--"

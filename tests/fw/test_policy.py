@@ -2,7 +2,7 @@
 redirect-lists — config, router and the reference data plane (CPython and MicroPython)."""
 from fwtest import raises
 from test_fwdmodel import model, http, eth, ip as fip, SERVER_IP
-from test_router import R, DYN, make, svc, hia, join, group, cache_state, _last_rid
+from test_router import R, DYN, make, svc, hia, join, group, cache_state, _last_rid, ra_hash
 from wccp import config
 from wccp.dataplane import check_policy
 
@@ -201,3 +201,36 @@ def test_fpga_applies_an_mtu_above_1500():
     assert dp.mtu == 1528 and fm._live.mtu == 1528, (dp.mtu, fm._live.mtu)
     dp.configure(0x0A000001, b"\x02\x00\x00\x00\x00\x01", 1400)
     assert dp.mtu == 1400
+
+
+def test_data_plane_that_cannot_hold_a_policy_router_says_so():
+    """A data plane that refuses a closed service or a redirect-list (ValueError, like any
+    table it cannot hold): the router reports it, leaves that group unredirected, programs
+    the others, and does not retry in a storm."""
+    from wccp.fwdmodel import ForwardingModel
+
+    class NoPolicies(ForwardingModel):
+        def set_policy(self, slot, closed=False, redirect_list=()):
+            if closed or redirect_list:
+                raise ValueError("this data plane cannot hold a closed service or a redirect-list")
+            ForwardingModel.set_policy(self, slot, closed, redirect_list)
+
+    fm = NoPolicies()
+    fm.set_policy(0, False, ())                                       # nothing to hold: fine
+    raises(ValueError, fm.set_policy, 0, True, ())
+    r, _ = make([{"id": 0, "closed": True}, {"id": 91}], dp=fm)
+    assert r.counters["dataplane_errors"] == 1 and "closed service" in r.last_error
+    join(r, "127.0.0.2")
+    mcn = group(r).mcn
+    r.receive(ra_hash("127.0.0.2", [(R, _last_rid(r, "127.0.0.2"), mcn)], ["127.0.0.2"]), "127.0.0.2", 2048, R, 0)
+    assert r.drops["ra_dataplane_refused"] == 1                     # never redirected without the policy
+    assert fm._live.slots[0].hash is None
+    join(r, "127.0.0.4", service=svc(91, **DYN))
+    g = group(r, 91)
+    r.receive(ra_hash("127.0.0.4", [(R, _last_rid(r, "127.0.0.4", 91), g.mcn)], ["127.0.0.4"], service=svc(91, **DYN)),
+              "127.0.0.4", 2048, R, 0)
+    assert g.counters["ra_accepted"] == 1 and fm._live.slots[g.slot].hash is not None
+    errors = r.counters["dataplane_errors"]
+    r.tick(1000)
+    r.tick(2000)
+    assert r.counters["dataplane_errors"] == errors
